@@ -1,0 +1,62 @@
+/// An interface to export on an object: its methods, properties and the signals it may emit, as data.
+public struct DBusInterface: Sendable {
+    public var name: String
+    public var methods: [String: DBusMethod]
+    public var properties: [String: DBusProperty]
+    /// Signal names and their signatures, for introspection.
+    public var signals: [String: DBusSignature]
+
+    public init(
+        _ name: String, methods: [String: DBusMethod] = [:], properties: [String: DBusProperty] = [:],
+        signals: [String: DBusSignature] = [:]
+    ) {
+        self.name = name
+        self.methods = methods
+        self.properties = properties
+        self.signals = signals
+    }
+}
+
+/// An incoming method call on an exported object.
+public struct DBusMethodCall: Sendable {
+    public let message: DBusMessage
+    public var arguments: [DBusValue] { message.arguments }
+    /// The caller's unique bus name.
+    public var sender: String { message.sender ?? "" }
+}
+
+/// A method of an exported interface. Calls whose signature is not `input` are refused with `InvalidArgs`
+/// before the handler runs. The handler runs in its own task, so it may await anything, including calls back
+/// to the caller. Throwing a `DBusError` with a `name` replies with that error name.
+public struct DBusMethod: Sendable {
+    public typealias Handler = @Sendable (DBusMethodCall) async throws -> [DBusValue]
+
+    public var input: DBusSignature
+    public var output: DBusSignature
+    public var handler: Handler
+
+    public init(input: DBusSignature = "", output: DBusSignature = "", _ handler: @escaping Handler) {
+        self.input = input
+        self.output = output
+        self.handler = handler
+    }
+}
+
+/// A property of an exported interface. Its value is kept by DBusKit; `set` on the object's handle changes it
+/// and emits `PropertiesChanged`.
+public struct DBusProperty: Sendable {
+    public enum Access: Sendable { case read, readWrite }
+    /// Called (on the connection's thread, so it must be quick) before a remote `Set` is accepted; throwing
+    /// refuses the change with that error.
+    public typealias SetHandler = @Sendable (DBusValue) throws -> Void
+
+    public var value: DBusValue
+    public var access: Access
+    public var onSet: SetHandler?
+
+    public init(_ value: DBusValue, access: Access = .read, onSet: SetHandler? = nil) {
+        self.value = value
+        self.access = access
+        self.onSet = onSet
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what blepay's build and tests need on a Debian 12 machine (run as root).
+# Idempotent: packages already present are skipped quickly.
+set -euo pipefail
+
+DEB_PACKAGES=(
+  libdbus-1-dev libbluetooth-dev dbus bluez bluez-test-tools
+  qemu-system-x86 linux-image-amd64 busybox-static socat procps
+)
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v vng >/dev/null 2>&1; then
+  echo "install-deps: installing virtme-ng"
+  python3 -m pip install --quiet --disable-pip-version-check virtme-ng
+fi
+echo "install-deps: ready"
