@@ -1,0 +1,138 @@
+import DBusKit
+
+/// A local Bluetooth adapter (`org.bluez.Adapter1`), e.g. `/org/bluez/hci0`.
+public struct Adapter: Sendable, Hashable {
+    public let session: BlueZSession
+    public let path: DBusObjectPath
+
+    /// The adapter's name, e.g. `hci0`.
+    public var name: String { String(path.rawValue.split(separator: "/").last ?? "") }
+    public var address: String? { session.property(path, BlueZ.adapterInterface, "Address") }
+    public var isPowered: Bool { session.property(path, BlueZ.adapterInterface, "Powered") ?? false }
+
+    /// Powers the adapter on or off and waits until it reports the new state.
+    public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(BlueZError) {
+        try await session.setProperty(path, BlueZ.adapterInterface, "Powered", .boolean(on))
+        let (session, path) = (session, path)
+        _ = try await session.wait("adapter powered \(on ? "on" : "off")", timeout: timeout) { () -> Bool? in
+            session.property(path, BlueZ.adapterInterface, "Powered", as: Bool.self) == on ? true : nil
+        }
+    }
+
+    /// Sets this client's discovery filter. BlueZ merges the filters of all its clients, so the devices it
+    /// reports are checked against the filter again in `discoveredDevices(matching:)`.
+    public func setDiscoveryFilter(_ filter: DiscoveryFilter) async throws(BlueZError) {
+        _ = try await session.call(path, BlueZ.adapterInterface, "SetDiscoveryFilter", [filter.dbusValue])
+    }
+
+    public func startDiscovery() async throws(BlueZError) {
+        _ = try await session.call(path, BlueZ.adapterInterface, "StartDiscovery")
+    }
+
+    /// Stops discovery; stopping when this client is not discovering is not an error.
+    public func stopDiscovery() async throws(BlueZError) {
+        do {
+            _ = try await session.call(path, BlueZ.adapterInterface, "StopDiscovery")
+        } catch where error.code == .notReady || error.code == .failed {
+            // "No discovery started" / adapter not discovering.
+        }
+    }
+
+    /// Devices on this adapter: those already known, then each one that appears or changes, as long as it
+    /// matches `filter` (its advertised service UUIDs). A device is yielded once per appearance.
+    public func discoveredDevices(matching filter: DiscoveryFilter = DiscoveryFilter()) -> AsyncStream<Device> {
+        let events = session.events()
+        let (session, path) = (session, path)
+        return AsyncStream { continuation in
+            let task = Task {
+                var seen: Set<DBusObjectPath> = []
+                func offer(_ devicePath: DBusObjectPath) {
+                    guard !seen.contains(devicePath), devicePath.isDescendant(of: path) else { return }
+                    let device = Device(session: session, path: devicePath)
+                    guard filter.matches(device) else { return }
+                    seen.insert(devicePath)
+                    continuation.yield(device)
+                }
+                for devicePath in session.paths(with: BlueZ.deviceInterface, under: path) { offer(devicePath) }
+                for await event in events {
+                    switch event {
+                    case .added(let p, _), .changed(let p, BlueZ.deviceInterface, _): offer(p)
+                    case .removed(let p, let interfaces) where interfaces.contains(BlueZ.deviceInterface):
+                        seen.remove(p)
+                    default: break
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// The device with this address, if BlueZ knows it.
+    public func device(address: String) -> Device? {
+        session.paths(with: BlueZ.deviceInterface, under: path).lazy.map { Device(session: session, path: $0) }
+            .first { $0.address?.uppercased() == address.uppercased() }
+    }
+
+    /// Links to and from this adapter coming up and going down, as seen by BlueZ: what a peripheral uses to
+    /// observe centrals connecting and disconnecting.
+    public func connectionEvents() -> AsyncStream<ConnectionEvent> {
+        let events = session.events()
+        let (session, path) = (session, path)
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events {
+                    switch event {
+                    case .added(let p, let interfaces) where p.isDescendant(of: path):
+                        if case .boolean(true)? = interfaces[BlueZ.deviceInterface]?["Connected"]?.unwrapped {
+                            continuation.yield(ConnectionEvent(device: Device(session: session, path: p), connected: true))
+                        }
+                    case .changed(let p, BlueZ.deviceInterface, let values) where p.isDescendant(of: path):
+                        if case .boolean(let connected)? = values["Connected"] {
+                            continuation.yield(ConnectionEvent(device: Device(session: session, path: p), connected: connected))
+                        }
+                    default: break
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public static func == (lhs: Adapter, rhs: Adapter) -> Bool { lhs.path == rhs.path }
+    public func hash(into hasher: inout Hasher) { hasher.combine(path) }
+}
+
+/// A device connecting to or disconnecting from an adapter.
+public struct ConnectionEvent: Sendable {
+    public let device: Device
+    public let connected: Bool
+}
+
+/// What discovery looks for (`Adapter1.SetDiscoveryFilter`).
+public struct DiscoveryFilter: Sendable, Hashable {
+    /// Lowercase 128-bit service UUIDs; a device matches if it advertises any of them. Empty matches all.
+    public var serviceUUIDs: [String]
+    public var transport: String
+    /// Report every advertisement, not only changes.
+    public var duplicateData: Bool
+
+    public init(serviceUUIDs: [String] = [], transport: String = "le", duplicateData: Bool = false) {
+        self.serviceUUIDs = serviceUUIDs.map { $0.lowercased() }
+        self.transport = transport
+        self.duplicateData = duplicateData
+    }
+
+    var dbusValue: DBusValue {
+        var entries: [String: DBusValue] = [
+            "Transport": .string(transport), "DuplicateData": .boolean(duplicateData),
+        ]
+        if !serviceUUIDs.isEmpty { entries["UUIDs"] = .strings(serviceUUIDs) }
+        return .stringDictionary(entries)
+    }
+
+    func matches(_ device: Device) -> Bool {
+        serviceUUIDs.isEmpty || !Set(device.serviceUUIDs).isDisjoint(with: serviceUUIDs)
+    }
+}

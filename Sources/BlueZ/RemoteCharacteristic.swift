@@ -1,0 +1,84 @@
+import DBusKit
+
+/// A GATT characteristic of a connected device (`org.bluez.GattCharacteristic1`), as a central uses it.
+public struct RemoteCharacteristic: Sendable, Hashable {
+    public let session: BlueZSession
+    public let path: DBusObjectPath
+
+    public enum WriteType: String, Sendable {
+        /// Write Request: acknowledged by the peer; values over MTU−3 become a long write.
+        case request
+        /// Write Command: not acknowledged; at most MTU−3 bytes.
+        case command
+    }
+
+    public var uuid: String? { session.property(path, BlueZ.gattCharacteristicInterface, "UUID") }
+    public var flags: [String] { session.property(path, BlueZ.gattCharacteristicInterface, "Flags") ?? [] }
+    /// The ATT MTU of the link, once exchanged (BlueZ 5.62 and later).
+    public var mtu: Int? { session.property(path, BlueZ.gattCharacteristicInterface, "MTU", as: UInt16.self).map(Int.init) }
+
+    public func read(offset: Int = 0) async throws(BlueZError) -> [UInt8] {
+        let options: [String: DBusValue] = offset > 0 ? ["offset": .uint16(UInt16(clamping: offset))] : [:]
+        let reply = try await retryingInProgress { () throws(BlueZError) in
+            try await session.call(path, BlueZ.gattCharacteristicInterface, "ReadValue", [.stringDictionary(options)])
+        }
+        return try await bluez { () throws(DBusError) in try reply.argument(expecting: "ay").decode([UInt8].self) }
+    }
+
+    public func write(_ value: [UInt8], type: WriteType = .request) async throws(BlueZError) {
+        let options: [String: DBusValue] = ["type": .string(type.rawValue)]
+        _ = try await retryingInProgress { () throws(BlueZError) in
+            try await session.call(
+                path, BlueZ.gattCharacteristicInterface, "WriteValue", [.bytes(value), .stringDictionary(options)])
+        }
+    }
+
+    /// Subscribes and returns every notified value, identical repeats included, in order. Subscribing when
+    /// BlueZ is already re-arming an earlier subscription (`InProgress`) waits for `Notifying`.
+    public func notifications(timeout: Duration = .seconds(10)) async throws(BlueZError) -> AsyncStream<[UInt8]> {
+        let events = session.events()
+        let path = self.path
+        let stream = AsyncStream<[UInt8]> { continuation in
+            let task = Task {
+                for await event in events {
+                    if case .changed(path, BlueZ.gattCharacteristicInterface, let values) = event,
+                        case .bytes(let bytes)? = values["Value"]
+                    {
+                        continuation.yield(bytes)
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+        do {
+            _ = try await session.call(path, BlueZ.gattCharacteristicInterface, "StartNotify")
+        } catch where error.code == .inProgress {}
+        let session = self.session
+        _ = try await session.wait("notifications from \(path)", timeout: timeout) { () -> Bool? in
+            session.property(path, BlueZ.gattCharacteristicInterface, "Notifying", as: Bool.self) == true ? true : nil
+        }
+        return stream
+    }
+
+    public func stopNotifications() async throws(BlueZError) {
+        _ = try await session.call(path, BlueZ.gattCharacteristicInterface, "StopNotify")
+    }
+
+    /// BlueZ allows one operation at a time per characteristic and answers `InProgress` to the next;
+    /// such a call is retried a few times after a short pause.
+    private func retryingInProgress<T>(_ operation: () async throws(BlueZError) -> T) async throws(BlueZError) -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await operation()
+            } catch where error.code == .inProgress && attempt < 20 {
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(10 * attempt))
+            }
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.path == rhs.path }
+    public func hash(into hasher: inout Hasher) { hasher.combine(path) }
+}
