@@ -14,7 +14,7 @@ public struct Adapter: Sendable, Hashable {
     public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(BlueZError) {
         try await session.setProperty(path, BlueZ.adapterInterface, "Powered", .boolean(on))
         let (session, path) = (session, path)
-        _ = try await session.wait("adapter powered \(on ? "on" : "off")", timeout: timeout) { () -> Bool? in
+        _ = try await session.wait("adapter powered \(on ? "on" : "off")", timeout: timeout) { _ -> Bool? in
             session.property(path, BlueZ.adapterInterface, "Powered", as: Bool.self) == on ? true : nil
         }
     }

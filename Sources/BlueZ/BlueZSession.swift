@@ -174,6 +174,7 @@ public final class BlueZSession: Sendable {
     /// Applies an event to the mirror and hands it to every subscriber, in one critical section so that
     /// subscribers see events in mirror order.
     private func publish(_ event: Event) {
+        logger.trace("bluetoothd event", metadata: ["event": "\(event)"])
         state.withLock { state in
             switch event {
             case .added(let path, let interfaces):
@@ -212,15 +213,16 @@ public final class BlueZSession: Sendable {
 
     // MARK: Helpers for the object types
 
-    /// Waits until `check` returns a value, re-checking after every change, for at most `timeout`.
+    /// Waits until `check` returns a value, for at most `timeout`. `check` runs once at once (with no event)
+    /// and again after every change (with that event), so it can judge both state and transitions.
     func wait<T: Sendable>(
-        _ what: String, timeout: Duration, _ check: @escaping @Sendable () throws(BlueZError) -> T?
+        _ what: String, timeout: Duration, _ check: @escaping @Sendable (Event?) throws(BlueZError) -> T?
     ) async throws(BlueZError) -> T {
         let events = self.events()
-        if let value = try check() { return value }
+        if let value = try check(nil) { return value }
         return try await withTimeout(timeout, what) { () throws(BlueZError) -> T in
-            for await _ in events {
-                if let value = try check() { return value }
+            for await event in events {
+                if let value = try check(event) { return value }
             }
             throw BlueZError(.unavailable, "BlueZ session closed while waiting for \(what)")
         }

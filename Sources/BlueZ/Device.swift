@@ -55,31 +55,33 @@ public struct Device: Sendable, Hashable {
         [.failed, .inProgress, .notConnected, .timeout, .connectionAttemptFailed, .notReady].contains(error.code)
     }
 
+    /// In 5.66 `Connect` returns once the link and ATT are up. It does not always announce `Connected`
+    /// on the central's device object (it logs "already connected" when the link came up first), so the
+    /// reply itself marks the connection.
     private func connectOnce(timeout: Duration) async throws(BlueZError) -> ContinuousClock.Instant {
-        if isConnected { return .now }
         do {
             _ = try await session.call(path, BlueZ.deviceInterface, "Connect", timeout: timeout)
         } catch where error.code == .alreadyConnected {}
-        let (session, path) = (session, path)
-        return try await session.wait("connection to \(path)", timeout: timeout) { () -> ContinuousClock.Instant? in
-            session.property(path, BlueZ.deviceInterface, "Connected", as: Bool.self) == true ? .now : nil
-        }
+        return .now
     }
 
-    /// Waits until BlueZ has resolved the device's GATT services; fails with `notConnected` if the link drops.
+    /// Waits until BlueZ has resolved the device's GATT services; fails with `notConnected` if the link drops
+    /// meanwhile.
     public func waitForServicesResolved(timeout: Duration = .seconds(20)) async throws(BlueZError)
         -> ContinuousClock.Instant
     {
         let (session, path) = (session, path)
         return try await session.wait("services of \(path)", timeout: timeout) {
-            () throws(BlueZError) -> ContinuousClock.Instant? in
-            guard let props = session.properties(path, BlueZ.deviceInterface) else {
-                throw BlueZError(.notFound, "\(path) is gone")
-            }
-            guard case .boolean(true)? = props["Connected"] else {
+            event throws(BlueZError) -> ContinuousClock.Instant? in
+            switch event {
+            case .changed(path, BlueZ.deviceInterface, let values) where values["Connected"] == .boolean(false):
                 throw BlueZError(.notConnected, "\(path) disconnected before its services were resolved")
+            case .removed(path, let interfaces) where interfaces.contains(BlueZ.deviceInterface):
+                throw BlueZError(.notFound, "\(path) is gone")
+            default:
+                return session.property(path, BlueZ.deviceInterface, "ServicesResolved", as: Bool.self) == true
+                    ? .now : nil
             }
-            return props["ServicesResolved"] == .boolean(true) ? .now : nil
         }
     }
 
@@ -89,8 +91,9 @@ public struct Device: Sendable, Hashable {
             _ = try await session.call(path, BlueZ.deviceInterface, "Disconnect", timeout: timeout)
         } catch where error.code == .notConnected {}
         let (session, path) = (session, path)
-        _ = try await session.wait("disconnection of \(path)", timeout: timeout) { () -> Bool? in
-            session.property(path, BlueZ.deviceInterface, "Connected", as: Bool.self) == true ? nil : true
+        _ = try await session.wait("disconnection of \(path)", timeout: timeout) { _ -> Bool? in
+            let props = session.properties(path, BlueZ.deviceInterface) ?? [:]
+            return props["Connected"] == .boolean(true) || props["ServicesResolved"] == .boolean(true) ? nil : true
         }
     }
 
@@ -122,7 +125,7 @@ public struct Device: Sendable, Hashable {
         let (serviceUUID, characteristicUUID) = (service.lowercased(), characteristic.lowercased())
         do {
             return try await session.wait("characteristic \(characteristicUUID)", timeout: timeout) {
-                () -> RemoteCharacteristic? in
+                _ -> RemoteCharacteristic? in
                 let services = session.paths(with: BlueZ.gattServiceInterface, under: path).filter {
                     session.property($0, BlueZ.gattServiceInterface, "UUID", as: String.self)?.lowercased() == serviceUUID
                 }

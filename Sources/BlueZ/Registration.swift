@@ -21,7 +21,7 @@ final class Registration: Sendable {
                 guard case .restarted = event else { continue }
                 for attempt in 1...5 {
                     do throws(BlueZError) {
-                        _ = try await session.wait("adapter \(adapter.name)", timeout: .seconds(10)) { () -> Bool? in
+                        _ = try await session.wait("adapter \(adapter.name)", timeout: .seconds(10)) { _ -> Bool? in
                             adapter.isPowered ? true : nil
                         }
                         try await register()

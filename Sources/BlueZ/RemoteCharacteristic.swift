@@ -55,7 +55,7 @@ public struct RemoteCharacteristic: Sendable, Hashable {
             _ = try await session.call(path, BlueZ.gattCharacteristicInterface, "StartNotify")
         } catch where error.code == .inProgress {}
         let session = self.session
-        _ = try await session.wait("notifications from \(path)", timeout: timeout) { () -> Bool? in
+        _ = try await session.wait("notifications from \(path)", timeout: timeout) { _ -> Bool? in
             session.property(path, BlueZ.gattCharacteristicInterface, "Notifying", as: Bool.self) == true ? true : nil
         }
         return stream
