@@ -1,0 +1,37 @@
+# blepay build, test and benchmark entry points. `make test` is the one command CI runs.
+SWIFT ?= swift
+BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
+LOOPBACK = $(BIN_PATH)/blepay-loopback
+BENCH_ROUND_TRIPS ?= 200
+
+.PHONY: all deps build test unit-test rig-test bench clean
+
+all: build
+
+# Debian packages, virtme-ng and the kernel the rig boots (idempotent; needs root).
+deps:
+	bash scripts/install-deps.sh
+
+build:
+	$(SWIFT) build --build-tests
+
+# All three tiers: pure and real-D-Bus tests, then real BlueZ in the virtual BLE rig (both topologies).
+test: deps build
+	$(SWIFT) test --skip-build --skip RigTests
+	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests
+
+# Pure and real-D-Bus tiers only (no VMs).
+unit-test: build
+	$(SWIFT) test --skip-build --skip RigTests
+
+# Only the real-BlueZ tier.
+rig-test: deps build
+	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests
+
+# One-host topology: discovery, connection and GATT round-trip timings, and the peripheral's peak RSS.
+bench: deps
+	$(SWIFT) build -c release --product blepay-loopback
+	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
+
+clean:
+	rm -rf .build .rig-logs
