@@ -77,26 +77,18 @@ public struct Adapter: Sendable, Hashable {
     /// Links to and from this adapter coming up and going down, as seen by BlueZ: what a peripheral uses to
     /// observe centrals connecting and disconnecting.
     public func connectionEvents() -> AsyncStream<ConnectionEvent> {
-        let events = session.events()
         let (session, path) = (session, path)
-        return AsyncStream { continuation in
-            let task = Task {
-                for await event in events {
-                    switch event {
-                    case .added(let p, let interfaces) where p.isDescendant(of: path):
-                        if case .boolean(true)? = interfaces[BlueZ.deviceInterface]?["Connected"]?.unwrapped {
-                            continuation.yield(ConnectionEvent(device: Device(session: session, path: p), connected: true))
-                        }
-                    case .changed(let p, BlueZ.deviceInterface, let values) where p.isDescendant(of: path):
-                        if case .boolean(let connected)? = values["Connected"] {
-                            continuation.yield(ConnectionEvent(device: Device(session: session, path: p), connected: connected))
-                        }
-                    default: break
-                    }
-                }
-                continuation.finish()
+        return session.changes { event in
+            switch event {
+            case .added(let p, let interfaces) where p.isDescendant(of: path):
+                guard case .boolean(true)? = interfaces[BlueZ.deviceInterface]?["Connected"]?.unwrapped else { return nil }
+                return ConnectionEvent(device: Device(session: session, path: p), connected: true)
+            case .changed(let p, BlueZ.deviceInterface, let values) where p.isDescendant(of: path):
+                guard case .boolean(let connected)? = values["Connected"] else { return nil }
+                return ConnectionEvent(device: Device(session: session, path: p), connected: connected)
+            default:
+                return nil
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
     }
 

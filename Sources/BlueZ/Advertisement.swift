@@ -68,19 +68,9 @@ extension Adapter {
             ],
             properties: advertisement.properties)
         let object = try await export(session, path, [interface])
-        let (session, adapterPath) = (session, self.path)
         do {
             let registration = try await Registration(
-                adapter: self, what: "advertisement \(path)",
-                register: { () throws(BlueZError) in
-                    _ = try await session.call(
-                        adapterPath, BlueZ.advertisingManagerInterface, "RegisterAdvertisement",
-                        [.objectPath(path), .stringDictionary([:])])
-                },
-                unregister: { () throws(BlueZError) in
-                    _ = try await session.call(
-                        adapterPath, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", [.objectPath(path)])
-                })
+                adapter: self, object: path, manager: BlueZ.advertisingManagerInterface, member: "Advertisement")
             return AdvertisementHandle(registration: registration, object: object)
         } catch {
             await object.unexport()

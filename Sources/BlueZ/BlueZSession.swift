@@ -98,6 +98,20 @@ public final class BlueZSession: Sendable {
         return stream
     }
 
+    /// The events `transform` maps to a value, as a stream of those values.
+    func changes<T: Sendable>(_ transform: @escaping @Sendable (Event) -> T?) -> AsyncStream<T> {
+        let events = self.events()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events {
+                    if let value = transform(event) { continuation.yield(value) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
     /// The properties of one interface of one object, as last seen.
     public func properties(_ path: DBusObjectPath, _ interface: String) -> [String: DBusValue]? {
         state.withLock { $0.objects[path]?[interface] }

@@ -99,20 +99,12 @@ public struct Device: Sendable, Hashable {
 
     /// Each change of the device's `Connected` property.
     public func connectionStates() -> AsyncStream<Bool> {
-        let events = session.events()
         let path = self.path
-        return AsyncStream { continuation in
-            let task = Task {
-                for await event in events {
-                    if case .changed(path, BlueZ.deviceInterface, let values) = event,
-                        case .boolean(let connected)? = values["Connected"]
-                    {
-                        continuation.yield(connected)
-                    }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
+        return session.changes { event in
+            guard case .changed(path, BlueZ.deviceInterface, let values) = event,
+                case .boolean(let connected)? = values["Connected"]
+            else { return nil }
+            return connected
         }
     }
 

@@ -79,18 +79,8 @@ extension Adapter {
                 }
             }
             exported.append(try await export(session, root, [], objectManager: true))
-            let (session, adapterPath) = (session, self.path)
             let registration = try await Registration(
-                adapter: self, what: "GATT application \(root)",
-                register: { () throws(BlueZError) in
-                    _ = try await session.call(
-                        adapterPath, BlueZ.gattManagerInterface, "RegisterApplication",
-                        [.objectPath(root), .stringDictionary([:])])
-                },
-                unregister: { () throws(BlueZError) in
-                    _ = try await session.call(
-                        adapterPath, BlueZ.gattManagerInterface, "UnregisterApplication", [.objectPath(root)])
-                })
+                adapter: self, object: root, manager: BlueZ.gattManagerInterface, member: "Application")
             return GattApplicationHandle(registration: registration, objects: objects, exported: exported)
         } catch {
             for object in exported { await object.unexport() }

@@ -39,6 +39,23 @@ final class Registration: Sendable {
         watcher.withLock { $0 = task }
     }
 
+    /// Registers `object` with a BlueZ manager interface on the adapter (`RegisterApplication`,
+    /// `RegisterAdvertisement`, …) and unregisters it with the matching `Unregister…` method.
+    convenience init(adapter: Adapter, object: DBusObjectPath, manager: String, member: String)
+        async throws(BlueZError)
+    {
+        let (session, adapterPath) = (adapter.session, adapter.path)
+        try await self.init(
+            adapter: adapter, what: "\(member) \(object)",
+            register: { () throws(BlueZError) in
+                _ = try await session.call(
+                    adapterPath, manager, "Register\(member)", [.objectPath(object), .stringDictionary([:])])
+            },
+            unregister: { () throws(BlueZError) in
+                _ = try await session.call(adapterPath, manager, "Unregister\(member)", [.objectPath(object)])
+            })
+    }
+
     /// Stops re-registering and unregisters; unregistering what bluetoothd no longer has is not an error.
     func cancel() async {
         watcher.withLock { $0?.cancel() }

@@ -36,20 +36,12 @@ public struct RemoteCharacteristic: Sendable, Hashable {
     /// Subscribes and returns every notified value, identical repeats included, in order. Subscribing when
     /// BlueZ is already re-arming an earlier subscription (`InProgress`) waits for `Notifying`.
     public func notifications(timeout: Duration = .seconds(10)) async throws(BlueZError) -> AsyncStream<[UInt8]> {
-        let events = session.events()
         let path = self.path
-        let stream = AsyncStream<[UInt8]> { continuation in
-            let task = Task {
-                for await event in events {
-                    if case .changed(path, BlueZ.gattCharacteristicInterface, let values) = event,
-                        case .bytes(let bytes)? = values["Value"]
-                    {
-                        continuation.yield(bytes)
-                    }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
+        let stream = session.changes { event -> [UInt8]? in
+            guard case .changed(path, BlueZ.gattCharacteristicInterface, let values) = event,
+                case .bytes(let bytes)? = values["Value"]
+            else { return nil }
+            return bytes
         }
         do {
             _ = try await session.call(path, BlueZ.gattCharacteristicInterface, "StartNotify")
