@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs inside a rig VM (see rig.sh): brings up the controller(s), a system bus and bluetoothd, then runs
+# this host's command and records its exit status.   Usage: rig-guest.sh ROLE WORK_DIR OUT_DIR
+set -uo pipefail
+role=$1 work=$2 out=$3
+
+fail() { echo "rig-guest[$role]: $*" >&2; echo 125 > "$work/$role.rc"; exit 1; }
+
+# Waits (up to $2 tenths of a second) until the command in $1 succeeds.
+await() {
+  local i
+  for ((i = 0; i < $2; i++)); do eval "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+
+ip link set lo up 2>/dev/null || true
+mkdir -p /run/dbus
+dbus-daemon --system --fork --nopidfile || fail "system dbus-daemon did not start"
+
+case $role in
+  one)
+    count=$(cat "$work/controllers")
+    modprobe hci_vhci || fail "no hci_vhci module"
+    btvirt -L -l"$count" > "$work/$role.btvirt.log" 2>&1 &
+    ;;
+  a)
+    count=1
+    modprobe hci_vhci || fail "no hci_vhci module"
+    # -s also serves the shared air on /tmp/bt-server-le; the serial port carries host b's controller there.
+    btvirt -L -l1 -s > "$work/$role.btvirt.log" 2>&1 &
+    await "[ -S /tmp/bt-server-le ]" 100 || fail "btvirt did not open /tmp/bt-server-le"
+    socat /dev/ttyS1,raw,echo=0 UNIX-CONNECT:/tmp/bt-server-le > "$work/$role.socat.log" 2>&1 &
+    touch "$work/a.bridged"
+    ;;
+  b)
+    count=1
+    modprobe hci_uart || fail "no hci_uart module"
+    await "[ -f '$work/a.bridged' ]" 1800 || fail "host a never bridged its serial port"
+    btattach -B /dev/ttyS1 -P h4 > "$work/$role.btattach.log" 2>&1 &
+    ;;
+esac
+
+adapters=""
+for ((i = 0; i < count; i++)); do adapters+="hci$i "; done
+adapters=${adapters% }
+for a in $adapters; do
+  await "[ -e /sys/class/bluetooth/$a ]" 200 || fail "controller $a did not appear"
+done
+
+btmon > "$work/$role.btmon.log" 2>&1 &
+/usr/libexec/bluetooth/bluetoothd -n -d > "$work/$role.bluetoothd.log" 2>&1 &
+managed() {
+  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects
+}
+for a in $adapters; do
+  await "managed | grep -q '\"/org/bluez/$a\"'" 300 || fail "bluetoothd does not show $a"
+done
+
+peer_addr=""
+if [[ $role == a || $role == b ]]; then
+  # The point-to-point link is the only interface besides lo.
+  link=$(ls /sys/class/net | grep -v '^lo$' | head -n 1)
+  [[ -n $link ]] || fail "no point-to-point interface"
+  ip link set "$link" up
+  ip -6 addr add "fd00:b1e::$role/64" dev "$link" nodad
+  peer=$([[ $role == a ]] && echo b || echo a)
+  peer_addr="fd00:b1e::$peer"
+  touch "$work/$role.ready"
+  # Neither command starts alone: each host waits for the other to be ready.
+  await "[ -f '$work/$peer.ready' ]" 1800 || fail "host $peer never became ready"
+fi
+
+echo "rig-guest[$role]: ready with $adapters"
+BLEPAY_RIG_HOST=$role BLEPAY_RIG_OUT=$out BLEPAY_RIG_ADAPTERS=$adapters BLEPAY_RIG_PEER_ADDR=$peer_addr \
+  bash -c "$(cat "$work/$role.cmd")"
+echo $? > "$work/$role.rc"
+sync
