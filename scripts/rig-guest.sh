@@ -4,7 +4,12 @@
 set -uo pipefail
 role=$1 work=$2 out=$3
 
-fail() { echo "rig-guest[$role]: $*" >&2; echo 125 > "$work/$role.rc"; exit 1; }
+fail() {
+  echo "rig-guest[$role]: $*" >&2
+  echo 125 > "$work/$role.rc"
+  touch "$work/$role.failed"  # so that the other host stops waiting for this one
+  exit 1
+}
 
 # Waits (up to $2 tenths of a second) until the command in $1 succeeds.
 await() {
@@ -35,7 +40,8 @@ case $role in
   b)
     count=1
     modprobe hci_uart || fail "no hci_uart module"
-    await "[ -f '$work/a.bridged' ]" 1800 || fail "host a never bridged its serial port"
+    await "[ -f '$work/a.bridged' ] || [ -f '$work/a.failed' ]" 1800 || fail "host a never bridged its serial port"
+  [[ -f $work/a.bridged ]] || fail "host a failed to start"
     btattach -B /dev/ttyS1 -P h4 > "$work/$role.btattach.log" 2>&1 &
     ;;
 esac
@@ -43,8 +49,10 @@ esac
 adapters=""
 for ((i = 0; i < count; i++)); do adapters+="hci$i "; done
 adapters=${adapters% }
+# Wait until the kernel has finished setting each controller up: bluetoothd only lists controllers that
+# completed setup when it starts, and one still in setup may never be announced to it.
 for a in $adapters; do
-  await "[ -e /sys/class/bluetooth/$a ]" 200 || fail "controller $a did not appear"
+  await "btmgmt --index ${a#hci} info | grep -q 'addr '" 300 || fail "controller $a did not come up"
 done
 
 btmon > "$work/$role.btmon.log" 2>&1 &
@@ -67,7 +75,8 @@ if [[ $role == a || $role == b ]]; then
   peer_addr="fd00:b1e::$peer"
   touch "$work/$role.ready"
   # Neither command starts alone: each host waits for the other to be ready.
-  await "[ -f '$work/$peer.ready' ]" 1800 || fail "host $peer never became ready"
+  await "[ -f '$work/$peer.ready' ] || [ -f '$work/$peer.failed' ]" 1800 || fail "host $peer never became ready"
+  [[ -f $work/$peer.ready ]] || fail "host $peer failed to start"
 fi
 
 echo "rig-guest[$role]: ready with $adapters"
