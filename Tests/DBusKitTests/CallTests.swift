@@ -1,0 +1,128 @@
+import DBusKit
+import Testing
+
+/// Method calls: replies, typed errors, timeouts, cancellation, concurrency and re-entrancy.
+@Suite struct CallTests {
+    @Test func wrongArgumentsAreRefusedBeforeTheHandler() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Echo": echo("s")])])
+        let error = await dbusError { _ = try await pair.call("Echo", [.uint32(1)]) }
+        #expect(error?.code == .remote)
+        #expect(error?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        let reply = try await pair.call("Echo", [.string("ok")])
+        #expect(throws: DBusError.self) { try reply.arguments(expecting: "u") }
+        #expect(try reply.arguments(expecting: "s") == [.string("ok")])
+    }
+
+    @Test func handlerErrorsKeepTheirNameAndMessage() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let nope = DBusMethod { _ in throw DBusError.reply(name: "org.blepay.Error.Nope", "no such payment") }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Nope": nope])])
+        let error = await dbusError { _ = try await pair.call("Nope") }
+        #expect(error == DBusError(.remote, name: "org.blepay.Error.Nope", "no such payment"))
+
+        let unknownMethod = await dbusError { _ = try await pair.call("Missing") }
+        #expect(unknownMethod?.name == "org.freedesktop.DBus.Error.UnknownMethod")
+        let unknownObject = await dbusError { _ = try await pair.call("Nope", path: "/elsewhere") }
+        #expect(unknownObject?.name == "org.freedesktop.DBus.Error.UnknownObject")
+        let noService = await dbusError {
+            _ = try await pair.client.call(destination: "org.blepay.Nobody", path: "/", interface: testInterface, member: "M")
+        }
+        #expect(noService?.code == .remote)
+        #expect(noService?.name == "org.freedesktop.DBus.Error.ServiceUnknown")
+    }
+
+    @Test func noReplyWithinTheTimeoutThrowsTimeout() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let slow = DBusMethod { _ in
+            try await Task.sleep(for: .seconds(30))
+            return []
+        }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Slow": slow])])
+        let error = await dbusError { _ = try await pair.call("Slow", timeout: .milliseconds(200)) }
+        #expect(error?.code == .timeout)
+    }
+
+    @Test func cancellingTheCallerThrowsCancelled() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let slow = DBusMethod { _ in
+            try await Task.sleep(for: .seconds(30))
+            return []
+        }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Slow": slow])])
+        let task = Task { await dbusError { _ = try await pair.call("Slow") } }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        #expect(await task.value?.code == .cancelled)
+    }
+
+    @Test func closedConnectionsFailWithDisconnected() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        pair.client.close()
+        let error = await dbusError { _ = try await pair.call("Echo", [.string("x")]) }
+        #expect(error?.code == .disconnected)
+    }
+
+    @Test func losingTheBusFailsPendingCallsAndEndsSignalStreams() async throws {
+        let pair = try await BusPair.make()
+        let slow = DBusMethod { _ in
+            try await Task.sleep(for: .seconds(30))
+            return []
+        }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Slow": slow])])
+        let signals = try await pair.client.signals(matching: DBusMatchRule(interface: testInterface))
+        let pending = Task { await dbusError { _ = try await pair.call("Slow") } }
+        try await Task.sleep(for: .milliseconds(100))
+        pair.bus.stop()
+        #expect(await pending.value?.code == .disconnected)
+        var iterator = signals.makeAsyncIterator()
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func thousandConcurrentCallsEachGetTheirOwnReply() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let double = DBusMethod(input: "u", output: "u") { call in
+            [.uint32(try call.arguments[0].decode(UInt32.self) &* 2)]
+        }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Double": double])])
+        let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<50 {
+                group.addTask {
+                    var bad = 0
+                    for i in 0..<20 {
+                        let n = UInt32(task * 20 + i)
+                        let reply = try await pair.call("Double", [.uint32(n)])
+                        if reply.arguments != [.uint32(n * 2)] { bad += 1 }
+                    }
+                    return bad
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
+    /// The server's handler calls back into the client before replying, as bluetoothd does during
+    /// RegisterApplication: the client's connection must answer while its own call is pending.
+    @Test func aPeerMayCallBackWhileWeWaitForItsReply() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        _ = try await pair.client.export("/callback", interfaces: [DBusInterface(testInterface, methods: ["Echo": echo("s")])])
+        let server = pair.server
+        let register = DBusMethod(input: "s", output: "s") { call in
+            let back = try await server.call(
+                destination: call.sender, path: "/callback", interface: testInterface, member: "Echo",
+                arguments: [.string("called back")], timeout: .seconds(5))
+            return back.arguments
+        }
+        _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Register": register])])
+        let reply = try await pair.call("Register", [.string("x")], timeout: .seconds(10))
+        #expect(reply.arguments == [.string("called back")])
+    }
+}
