@@ -2,7 +2,7 @@ import DBusKit
 import Testing
 
 /// Method calls: replies, typed errors, timeouts, cancellation, concurrency and re-entrancy.
-@Suite struct CallTests {
+@Suite(.timeLimit(.minutes(1))) struct CallTests {
     @Test func wrongArgumentsAreRefusedBeforeTheHandler() async throws {
         let pair = try await BusPair.make()
         defer { pair.stop() }

@@ -2,7 +2,7 @@ import DBusKit
 import Testing
 
 /// Exported objects answer Properties, ObjectManager and Introspectable as peers expect.
-@Suite struct ObjectTests {
+@Suite(.timeLimit(.minutes(1))) struct ObjectTests {
     struct Refused: Error {}
 
     func exportCounter(_ pair: BusPair) async throws -> DBusObjectHandle {

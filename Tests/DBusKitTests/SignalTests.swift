@@ -2,7 +2,7 @@ import DBusKit
 import Testing
 
 /// Each subscription receives exactly the signals its own rule matches, in order.
-@Suite struct SignalTests {
+@Suite(.timeLimit(.minutes(1))) struct SignalTests {
     @Test func eachSubscriptionGetsExactlyWhatItsRuleMatches() async throws {
         let pair = try await BusPair.make()
         defer { pair.stop() }

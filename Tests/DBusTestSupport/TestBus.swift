@@ -29,24 +29,27 @@ public final class TestBus: Sendable {
             """.write(to: config, atomically: true, encoding: .utf8)
 
         let process = Process()
+        let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--config-file=\(config.path)", "--nofork", "--nopidfile"]
-        // Its only complaint as non-privileged-looking root ("Failed to set fd limit") is noise in test output.
+        // The daemon prints its address once it accepts connections: that line is the readiness signal.
+        process.arguments = ["--config-file=\(config.path)", "--nofork", "--nopidfile", "--print-address=1"]
+        process.standardOutput = output
+        // Its only complaint as root in a container ("Failed to set fd limit") is noise in test output.
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // The daemon is ready once its socket exists.
-        var waited = 0
-        while !FileManager.default.fileExists(atPath: socket) {
-            guard process.isRunning, waited < 500 else {
-                process.terminate()
-                throw TestBusError.didNotStart
-            }
-            usleep(10_000)
-            waited += 1
+        var printed = Data()
+        while !printed.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData  // blocks until data or EOF
+            guard !chunk.isEmpty else { throw TestBusError.didNotStart }
+            printed.append(chunk)
+        }
+        guard let line = String(data: printed, encoding: .utf8)?.split(separator: "\n").first, line.contains(socket) else {
+            process.terminate()
+            throw TestBusError.didNotStart
         }
         self.process = process
         self.directory = directory
-        self.address = "unix:path=\(socket)"
+        self.address = String(line)
     }
 
     /// A new connection to this bus.

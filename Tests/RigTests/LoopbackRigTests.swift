@@ -4,7 +4,7 @@ import Testing
 /// The real-BlueZ tier: `blepay-loopback` peripheral and central run in the virtual BLE rig (real kernels,
 /// bluetoothd and system buses in VMs) and exchange GATT data. Each topology's run is checked from both
 /// sides' reports: every byte echoed, both link events seen by the peripheral.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct LoopbackRigTests {
     @Test func oneHostTwoAdapters() throws {
         let run = try Rig.run(
