@@ -5,6 +5,12 @@ public struct Device: Sendable, Hashable {
     public let session: BlueZSession
     public let path: DBusObjectPath
 
+    /// The object at `path` (e.g. the `device` of a `GattRequest`); it need not exist yet.
+    public init(session: BlueZSession, path: DBusObjectPath) {
+        self.session = session
+        self.path = path
+    }
+
     public var address: String? { session.property(path, BlueZ.deviceInterface, "Address") }
     public var name: String? { session.property(path, BlueZ.deviceInterface, "Name") }
     public var isConnected: Bool { session.property(path, BlueZ.deviceInterface, "Connected") ?? false }

@@ -74,7 +74,7 @@ extension Adapter {
                     let path = try bluezPath("\(servicePath.rawValue)/char\(c)")
                     let interface = Self.characteristicInterface(characteristic, service: servicePath, objects: objects)
                     let handle = try await export(session, path, [interface])
-                    objects.add(uuid: characteristic.uuid, handle: handle)
+                    objects.add(uuid: characteristic.uuid, handle: handle, value: characteristic.value)
                     exported.append(handle)
                 }
             }
@@ -153,8 +153,8 @@ final class GattObjects: Sendable {
 
     private let entries = Mutex<[String: Entry]>([:])
 
-    func add(uuid: String, handle: DBusObjectHandle) {
-        entries.withLock { $0[uuid] = Entry(handle: handle) }
+    func add(uuid: String, handle: DBusObjectHandle, value: [UInt8]) {
+        entries.withLock { $0[uuid] = Entry(handle: handle, value: value) }
     }
 
     func value(of uuid: String) -> [UInt8] { entries.withLock { $0[uuid]?.value ?? [] } }

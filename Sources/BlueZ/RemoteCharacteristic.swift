@@ -5,6 +5,12 @@ public struct RemoteCharacteristic: Sendable, Hashable {
     public let session: BlueZSession
     public let path: DBusObjectPath
 
+    /// The object at `path` (e.g. the `device` of a `GattRequest`); it need not exist yet.
+    public init(session: BlueZSession, path: DBusObjectPath) {
+        self.session = session
+        self.path = path
+    }
+
     public enum WriteType: String, Sendable {
         /// Write Request: acknowledged by the peer; values over MTU−3 become a long write.
         case request
