@@ -3,6 +3,9 @@ SWIFT ?= swift
 BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200
+TEST_LOG = .build/test-output.log
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 
 .PHONY: all deps build test unit-test rig-test bench clean
 
@@ -16,9 +19,12 @@ build:
 	$(SWIFT) build --build-tests
 
 # All three tiers: pure and real-D-Bus tests, then real BlueZ in the virtual BLE rig (both topologies).
+# Ends with one line counting every test of all tiers.
 test: deps build
-	$(SWIFT) test --skip-build --skip RigTests
-	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests
+	rm -f $(TEST_LOG)
+	$(SWIFT) test --skip-build --skip RigTests 2>&1 | tee -a $(TEST_LOG)
+	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests 2>&1 | tee -a $(TEST_LOG)
+	@bash scripts/test-summary.sh $(TEST_LOG)
 
 # Pure and real-D-Bus tiers only (no VMs).
 unit-test: build
