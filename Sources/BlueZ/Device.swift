@@ -35,7 +35,11 @@ public struct Device: Sendable, Hashable {
     /// under emulation alike (`le-connection-abort-by-local`, a link lost during service discovery, a
     /// connect still in progress), with a short backoff. Stops discovery on the adapter first, since
     /// connecting while discovering fails on many controllers.
-    public func connect(attempts: Int = 4, timeout: Duration = .seconds(20)) async throws(BlueZError) -> ConnectReport {
+    /// `timeout` bounds the `Connect` call, `servicesTimeout` service discovery, per attempt: a stalled discovery
+    /// is better retried than waited out until ATT's own 30 s timeout.
+    public func connect(
+        attempts: Int = 4, timeout: Duration = .seconds(20), servicesTimeout: Duration = .seconds(10)
+    ) async throws(BlueZError) -> ConnectReport {
         if let adapterPath = session.property(path, BlueZ.deviceInterface, "Adapter", as: DBusObjectPath.self) {
             try? await Adapter(session: session, path: adapterPath).stopDiscovery()
         }
@@ -43,7 +47,7 @@ public struct Device: Sendable, Hashable {
         for attempt in 1...max(1, attempts) {
             do {
                 let connected = try await connectOnce(timeout: timeout)
-                let resolved = try await waitForServicesResolved(timeout: timeout)
+                let resolved = try await waitForServicesResolved(timeout: servicesTimeout)
                 return ConnectReport(attempts: attempt, connected: connected, servicesResolved: resolved)
             } catch where Self.isTransient(error) && attempt < attempts {
                 lastError = error

@@ -48,7 +48,7 @@ struct Central: AsyncParsableCommand {
         let device = try await firstDevice(devices)
         let discovered = ContinuousClock.now
         print("central: found \(device.address ?? "?")")
-        let connection = try await device.connect(attempts: 5)
+        let connection = try await device.connect(attempts: 6)
         print("central: connected after \(connection.attempts) attempt(s), services resolved")
 
         let rx = try await device.characteristic(service: LoopbackService.service, characteristic: LoopbackService.rx)

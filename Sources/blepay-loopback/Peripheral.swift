@@ -41,26 +41,36 @@ struct Peripheral: AsyncParsableCommand {
                     ])
             ]))
         await echo.attach(app)
-        let advertisement = try await adapter.advertise(
-            Advertisement(serviceUUIDs: [LoopbackService.service], localName: "blepay-loopback"))
+        let advertisement = Advertisement(serviceUUIDs: [LoopbackService.service], localName: "blepay-loopback")
+        let advertising = Locked<AdvertisementHandle?>(try await adapter.advertise(advertisement))
         logger.info("advertising", metadata: ["adapter": "\(adapter.name)", "address": "\(adapter.address ?? "?")"])
         print("peripheral: ready on \(adapter.name) \(adapter.address ?? "?")")
 
         let timeout = options.timeout
         let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
+                var writesAtConnect = 0
                 for await event in events {
                     let address = event.device.address ?? event.device.path.rawValue
                     print("peripheral: \(event.connected ? "connected" : "disconnected") \(address)")
-                    let done = report.withLock { r -> Bool in
+                    let served = report.withLock { r -> Bool in
                         if event.connected {
                             r.connected.append(address)
-                        } else if r.connected.contains(address) {
-                            r.disconnected.append(address)
+                            writesAtConnect = r.writes.count
+                            return false
                         }
-                        return !r.disconnected.isEmpty
+                        guard r.connected.contains(address) else { return false }
+                        r.disconnected.append(address)
+                        return r.writes.count > writesAtConnect
                     }
-                    if done { return true }
+                    if served { return true }
+                    // A central that left without exchanging anything (a connect it will retry): the controller
+                    // stopped advertising when it connected, so advertise afresh.
+                    if !event.connected {
+                        await advertising.withLock { $0.take() }?.stop()
+                        let again = try? await adapter.advertise(advertisement)
+                        advertising.withLock { $0 = again }
+                    }
                 }
                 return false
             }
@@ -72,7 +82,7 @@ struct Peripheral: AsyncParsableCommand {
             group.cancelAll()
             return first
         }
-        await advertisement.stop()
+        await advertising.withLock { $0.take() }?.stop()
         await app.stop()
         let final = report.withLock { r in
             r.notifiedBytes = echo.notifiedBytes
@@ -82,7 +92,9 @@ struct Peripheral: AsyncParsableCommand {
         try options.write(final)
         if options.bench { print("bench: peripheral-peak-rss \(final.peakRSSKiB) KiB") }
         session.close()
-        guard outcome else { throw LoopbackFailure("no central connected and disconnected within \(options.timeout) s") }
+        guard outcome else {
+            throw LoopbackFailure("no central connected, wrote and disconnected within \(options.timeout) s")
+        }
         print("peripheral: done, \(final.writes.count) writes echoed")
     }
 }
