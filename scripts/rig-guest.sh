@@ -22,38 +22,65 @@ ip link set lo up 2>/dev/null || true
 mkdir -p /run/dbus
 dbus-daemon --system --fork --nopidfile || fail "system dbus-daemon did not start"
 
+# Whether the kernel has finished setting controller $1 up: bluetoothd only lists controllers that completed
+# setup when it starts, and one still in setup may never be announced to it.
+controller_up() { timeout 5 btmgmt --index "${1#hci}" info 2>/dev/null | grep -q 'addr '; }
+
+# Starts the emulator ("$@") and waits for $count controllers; a controller that never finishes setup
+# (seen now and then under emulation: "Opcode 0x0c03 failed: -110") gets the emulator restarted, up to three
+# times. With BRIDGE=1 the emulator's server socket is bridged to the serial port (host b's controller) at once:
+# setup was seen to time out while that socket had no client.
+start_controllers() {
+  local try a up emulator bridge=""
+  for try in 1 2 3; do
+    "$@" >> "$work/$role.btvirt.log" 2>&1 &
+    emulator=$!
+    if [[ ${BRIDGE:-0} == 1 ]]; then
+      await "[ -S /tmp/bt-server-le ]" 100 || fail "btvirt did not open /tmp/bt-server-le"
+      socat /dev/ttyS1,raw,echo=0 UNIX-CONNECT:/tmp/bt-server-le >> "$work/$role.socat.log" 2>&1 &
+      bridge=$!
+    fi
+    up=1
+    for a in $adapters; do
+      await "controller_up $a" 150 || { up=0; break; }
+    done
+    ((up)) && return 0
+    echo "rig-guest[$role]: controllers not up after try $try: $(ls /sys/class/bluetooth 2>/dev/null | tr '\n' ' ')" >&2
+    dmesg | grep -iE 'bluetooth|hci' | tail -n 3 >&2
+    kill $bridge "$emulator" 2>/dev/null
+    wait $bridge "$emulator" 2>/dev/null
+    rm -f /tmp/bt-server-*
+  done
+  return 1
+}
+
+adapters=""
+count=1
+[[ $role == one ]] && count=$(cat "$work/controllers")
+for ((i = 0; i < count; i++)); do adapters+="hci$i "; done
+adapters=${adapters% }
+
 case $role in
   one)
-    count=$(cat "$work/controllers")
     modprobe hci_vhci || fail "no hci_vhci module"
-    btvirt -L -l"$count" > "$work/$role.btvirt.log" 2>&1 &
+    start_controllers btvirt -L -l"$count" || fail "controllers did not come up"
     ;;
   a)
-    count=1
     modprobe hci_vhci || fail "no hci_vhci module"
     # -s also serves the shared air on /tmp/bt-server-le; the serial port carries host b's controller there.
-    btvirt -L -l1 -s > "$work/$role.btvirt.log" 2>&1 &
-    await "[ -S /tmp/bt-server-le ]" 100 || fail "btvirt did not open /tmp/bt-server-le"
-    socat /dev/ttyS1,raw,echo=0 UNIX-CONNECT:/tmp/bt-server-le > "$work/$role.socat.log" 2>&1 &
+    BRIDGE=1 start_controllers btvirt -L -l1 -s || fail "controller did not come up"
     touch "$work/a.bridged"
     ;;
   b)
-    count=1
     modprobe hci_uart || fail "no hci_uart module"
     await "[ -f '$work/a.bridged' ] || [ -f '$work/a.failed' ]" 1800 || fail "host a never bridged its serial port"
-  [[ -f $work/a.bridged ]] || fail "host a failed to start"
+    [[ -f $work/a.bridged ]] || fail "host a failed to start"
     btattach -B /dev/ttyS1 -P h4 > "$work/$role.btattach.log" 2>&1 &
+    for a in $adapters; do
+      await "controller_up $a" 300 || fail "controller $a did not come up"
+    done
     ;;
 esac
-
-adapters=""
-for ((i = 0; i < count; i++)); do adapters+="hci$i "; done
-adapters=${adapters% }
-# Wait until the kernel has finished setting each controller up: bluetoothd only lists controllers that
-# completed setup when it starts, and one still in setup may never be announced to it.
-for a in $adapters; do
-  await "btmgmt --index ${a#hci} info | grep -q 'addr '" 300 || fail "controller $a did not come up"
-done
 
 btmon > "$work/$role.btmon.log" 2>&1 &
 /usr/libexec/bluetooth/bluetoothd -n -d > "$work/$role.bluetoothd.log" 2>&1 &
