@@ -52,7 +52,8 @@ final class FakeBluetoothd: Sendable {
         -> (String, DBusMethod)
     {
         (name, DBusMethod(input: input) { [weak self] call in
-            self?.record("\(name) \(call.message.path?.rawValue ?? "") \(call.arguments)")
+            // Recorded once handled, so that a test seeing the call also sees what the handler stored.
+            defer { self?.record("\(name) \(call.message.path?.rawValue ?? "") \(call.arguments)") }
             try await body?(call)
             return []
         })
