@@ -60,6 +60,10 @@ count=1
 for ((i = 0; i < count; i++)); do adapters+="hci$i "; done
 adapters=${adapters% }
 
+# btvirt's LE controllers use AF_ALG crypto sockets; loading those modules on first use takes seconds under
+# TCG, long enough for a new controller's HCI Reset to time out. Load them before any controller exists.
+modprobe -a af_alg algif_hash algif_skcipher ecb cmac 2>/dev/null || true
+
 case $role in
   one)
     modprobe hci_vhci || fail "no hci_vhci module"
