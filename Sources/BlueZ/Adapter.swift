@@ -47,7 +47,10 @@ public struct Adapter: Sendable, Hashable {
             let task = Task {
                 var seen: Set<DBusObjectPath> = []
                 func offer(_ devicePath: DBusObjectPath) {
-                    guard !seen.contains(devicePath), devicePath.isDescendant(of: path) else { return }
+                    // GATT objects below a device are not devices.
+                    guard !seen.contains(devicePath), devicePath.isDescendant(of: path),
+                        session.properties(devicePath, BlueZ.deviceInterface) != nil
+                    else { return }
                     let device = Device(session: session, path: devicePath)
                     guard filter.matches(device) else { return }
                     seen.insert(devicePath)

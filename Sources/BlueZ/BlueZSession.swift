@@ -140,7 +140,8 @@ public final class BlueZSession: Sendable {
         let objects = try await bluez { () throws(DBusError) in
             try reply.argument(expecting: "a{oa{sa{sv}}}").decode(Objects.self)
         }
-        state.withLock { $0.objects = objects }
+        // Values as signals leave them: without their variants.
+        state.withLock { $0.objects = objects.mapValues { $0.mapValues { $0.mapValues(\.unwrapped) } } }
     }
 
     private func apply(_ message: DBusMessage) {

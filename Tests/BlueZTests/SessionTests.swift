@@ -1,0 +1,114 @@
+import BlueZ
+import DBusKit
+import Testing
+
+/// The session's mirror of bluetoothd's objects: loaded at start, kept current from signals, reloaded when
+/// bluetoothd restarts.
+@Suite(.timeLimit(.minutes(1))) struct SessionTests {
+    @Test func mirrorStartsFromGetManagedObjects() async throws {
+        let f = try await BlueZFixture.make { bluetoothd in
+            try await bluetoothd.addDevice("hci1", "11:22:33:44:55:66", uuids: [payService], connected: true)
+        }
+        defer { f.stop() }
+        #expect(f.session.adapters().map(\.name) == ["hci0", "hci1"])
+        #expect(f.session.adapters().map(\.address) == ["00:AA:01:00:00:00", "00:AA:01:01:00:00"])
+        let device = f.session.properties("/org/bluez/hci1/dev_11_22_33_44_55_66", device1Interface)
+        #expect(device?["Address"] == .string("11:22:33:44:55:66"))
+        #expect(device?["Connected"] == .boolean(true))
+        #expect(device?["UUIDs"] == .strings([payService]))
+    }
+
+    @Test func adaptersByName() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let hci1 = try f.session.adapter(named: "hci1")
+        #expect(hci1.path == "/org/bluez/hci1")
+        #expect(hci1.address == "00:AA:01:01:00:00")
+        for missing in ["hci9", "not a name"] {
+            let error = await bluezError { () throws(BlueZError) in _ = try f.session.adapter(named: missing) }
+            #expect(error?.code == .notFound)
+        }
+    }
+
+    @Test func signalsUpdateTheMirrorAndAreDeliveredInOrder() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let events = f.session.events()
+        let path = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:66", uuids: [payService])
+        guard case .added(path, let added) = try await first(1, of: events)[0] else {
+            Issue.record("expected InterfacesAdded of \(path)")
+            return
+        }
+        #expect(added[device1Interface]?["Address"]?.unwrapped == .string("11:22:33:44:55:66"))
+        #expect(f.session.properties(path, device1Interface)?["Connected"] == .boolean(false))
+
+        try await f.bluetoothd.set(path, device1Interface, "Connected", .boolean(true))
+        guard case .changed(path, device1Interface, let values) = try await first(1, of: events)[0] else {
+            Issue.record("expected PropertiesChanged of \(path)")
+            return
+        }
+        #expect(values == ["Connected": .boolean(true)])
+        #expect(f.session.properties(path, device1Interface)?["Connected"] == .boolean(true))
+        #expect(f.session.properties(path, device1Interface)?["Address"] == .string("11:22:33:44:55:66"))
+
+        await f.bluetoothd.remove(path)
+        guard case .removed(path, let interfaces) = try await first(1, of: events)[0] else {
+            Issue.record("expected InterfacesRemoved of \(path)")
+            return
+        }
+        #expect(interfaces == [device1Interface])
+        #expect(f.session.properties(path, device1Interface) == nil)
+    }
+
+    @Test func aBurstOfChangesArrivesInOrder() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let path = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
+        _ = try await f.device(path)
+        let events = f.session.events()
+        for connected in [true, false, true, false, true] {
+            try await f.bluetoothd.set(path, device1Interface, "Connected", .boolean(connected))
+        }
+        let seen = try await first(5, of: events).map { event -> DBusValue? in
+            guard case .changed(path, device1Interface, let values) = event else { return nil }
+            return values["Connected"]
+        }
+        #expect(seen == [true, false, true, false, true].map(DBusValue.boolean))
+        #expect(f.session.properties(path, device1Interface)?["Connected"] == .boolean(true))
+    }
+
+    @Test func aRestartedBluetoothdIsReloaded() async throws {
+        let f = try await BlueZFixture.make { bluetoothd in
+            try await bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
+        }
+        defer { f.stop() }
+        let events = f.session.events()
+
+        f.bluetoothd.stop()
+        guard case .vanished = try await first(1, of: events)[0] else {
+            Issue.record("expected vanished")
+            return
+        }
+        #expect(f.session.adapters().isEmpty)
+        #expect(f.session.properties("/org/bluez/hci0/dev_11_22_33_44_55_66", device1Interface) == nil)
+
+        let restarted = try await FakeBluetoothd(bus: f.bus, adapters: ["hci0"], powered: true) { bluetoothd in
+            try await bluetoothd.addDevice("hci0", "AA:BB:CC:DD:EE:FF")
+        }
+        defer { restarted.stop() }
+        guard case .restarted = try await first(1, of: events)[0] else {
+            Issue.record("expected restarted")
+            return
+        }
+        #expect(f.session.adapters().map(\.name) == ["hci0"])
+        #expect(try f.session.adapter(named: "hci0").isPowered)
+        #expect(f.session.properties("/org/bluez/hci0/dev_11_22_33_44_55_66", device1Interface) == nil)
+        #expect(f.session.properties("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF", device1Interface) != nil)
+
+        // Signals from the new bluetoothd are followed.
+        try await restarted.power("hci0", false)
+        try await mirrored(f.session, "hci0 powered off") { [session = f.session] in
+            (try? session.adapter(named: "hci0").isPowered) == false
+        }
+    }
+}
