@@ -7,11 +7,15 @@ let package = Package(
     products: [
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
+        .library(name: "Noise", targets: ["Noise"]),
+        .library(name: "BlepayProtocol", targets: ["BlepayProtocol"]),
+        .library(name: "BlepayPayments", targets: ["BlepayPayments"]),
         .executable(name: "blepay-loopback", targets: ["blepay-loopback"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // libdbus-1, with the macros Swift cannot import re-exported as constants.
@@ -45,9 +49,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The Noise Protocol Framework (Noise_XX_25519_ChaChaPoly_SHA256) on swift-crypto.
+        .target(
+            name: "Noise",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The blepay GATT protocol: messages, binary codec, framing to the ATT MTU, certificates, signatures and
+        // the encrypted session. Pure: no BlueZ, no D-Bus.
+        .target(
+            name: "BlepayProtocol",
+            dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // Customer and business payment state machines, the error taxonomy and the transport and ledger
+        // boundaries. Pure: no I/O, clock injected.
+        .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport"]),
+        .testTarget(name: "NoiseTests", dependencies: ["Noise"]),
+        .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol"]),
+        .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments"]),
         .testTarget(name: "RigTests", dependencies: []),
     ],
     swiftLanguageModes: [.v6]
