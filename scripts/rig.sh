@@ -135,5 +135,12 @@ if ((status != 0 || keep_logs)); then
   mkdir -p "$logs"
   cp "$work"/*.log "$logs"/ 2>/dev/null || true
   echo "rig: logs kept in $logs" >&2
+  if ((status != 0)); then
+    for log in "$logs"/*bluetoothd.log; do
+      [[ -f $log ]] || continue
+      echo "rig: last lines of $(basename "$log"):" >&2
+      tail -n 15 "$log" | sed 's/^/rig:   /' >&2
+    done
+  fi
 fi
 exit "$status"

@@ -38,6 +38,12 @@ public struct Adapter: Sendable, Hashable {
         }
     }
 
+    /// Makes bluetoothd forget a device (disconnecting it first), so that the next discovery finds it afresh:
+    /// the way out of a device object stuck after failed connection attempts.
+    public func removeDevice(_ device: Device) async throws(BlueZError) {
+        _ = try await session.call(path, BlueZ.adapterInterface, "RemoveDevice", [.objectPath(device.path)])
+    }
+
     /// Devices on this adapter: those already known, then each one that appears or changes, as long as it
     /// matches `filter` (its advertised service UUIDs). A device is yielded once per appearance.
     public func discoveredDevices(matching filter: DiscoveryFilter = DiscoveryFilter()) -> AsyncStream<Device> {

@@ -41,22 +41,15 @@ struct Central: AsyncParsableCommand {
         try await adapter.setPowered(true)
         let filter = DiscoveryFilter(serviceUUIDs: [LoopbackService.service])
         try await adapter.setDiscoveryFilter(filter)
-        let devices = adapter.discoveredDevices(matching: filter)
-        try await adapter.startDiscovery()
-        print("central: discovering on \(adapter.name) \(adapter.address ?? "?")")
-
-        let device = try await firstDevice(devices)
-        let discovered = ContinuousClock.now
-        print("central: found \(device.address ?? "?")")
-        let connection = try await device.connect(attempts: 6)
-        print("central: connected after \(connection.attempts) attempt(s), services resolved")
+        let (device, connection, discovered, attempts) = try await discoverAndConnect(adapter, filter)
+        print("central: connected after \(attempts) attempt(s), services resolved")
 
         let rx = try await device.characteristic(service: LoopbackService.service, characteristic: LoopbackService.rx)
         let tx = try await device.characteristic(service: LoopbackService.service, characteristic: LoopbackService.tx)
         var notifications = try await tx.notifications().makeAsyncIterator()
         var report = Report(
             adapterAddress: adapter.address ?? "?", peerAddress: device.address ?? "?", mtu: rx.mtu ?? 0,
-            connectAttempts: connection.attempts)
+            connectAttempts: attempts)
 
         func roundTrip(_ value: [UInt8]) async throws -> [UInt8] {
             try await rx.write(value, type: .request)
@@ -104,6 +97,36 @@ struct Central: AsyncParsableCommand {
         }
         session.close()
         guard failures.isEmpty else { throw LoopbackFailure("bytes differ for \(failures.joined(separator: ", "))") }
+    }
+
+    static let rounds = 3
+    static let attemptsPerRound = 3
+
+    /// Discovers the peripheral and connects. A device whose connection keeps failing (a link that comes up and
+    /// breaks during ATT setup) is forgotten and discovered afresh, as an app would, up to `rounds` times.
+    /// The report's attempts count every connection attempt of every round.
+    private func discoverAndConnect(_ adapter: Adapter, _ filter: DiscoveryFilter) async throws
+        -> (Device, Device.ConnectReport, ContinuousClock.Instant, attempts: Int)
+    {
+        var failedAttempts = 0
+        for round in 1...Self.rounds {
+            let devices = adapter.discoveredDevices(matching: filter)
+            try await adapter.startDiscovery()
+            print("central: discovering on \(adapter.name) \(adapter.address ?? "?")")
+            let device = try await firstDevice(devices)
+            let discovered = ContinuousClock.now
+            print("central: found \(device.address ?? "?")")
+            do {
+                let report = try await device.connect(attempts: Self.attemptsPerRound)
+                return (device, report, discovered, failedAttempts + report.attempts)
+            } catch {
+                guard round < Self.rounds else { throw error }
+                failedAttempts += Self.attemptsPerRound
+                print("central: connecting failed (\(error)); forgetting the device and discovering again")
+                try? await adapter.removeDevice(device)
+            }
+        }
+        throw LoopbackFailure("no connection after \(Self.rounds) rounds")
     }
 
     private func firstDevice(_ devices: AsyncStream<Device>) async throws -> Device {

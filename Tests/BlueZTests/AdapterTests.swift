@@ -88,6 +88,29 @@ import Testing
         #expect(found.map(\.path.rawValue) == ["01", "03"].map { "/org/bluez/hci0/dev_00_00_00_00_00_\($0)" })
     }
 
+    @Test func removedDeviceIsForgottenAndFoundAgainWhenItReappears() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let adapter = try f.session.adapter(named: "hci0")
+        let path = try await f.bluetoothd.addDevice("hci0", "00:00:00:00:00:01", uuids: [payService])
+        try await f.bluetoothd.addServices(
+            [.init(uuid: payService, characteristics: [.init(uuid: payCharacteristic)])], to: path)
+        let stream = adapter.discoveredDevices(matching: DiscoveryFilter(serviceUUIDs: [payService]))
+        let device = try #require(try await collect(stream) { $0.count == 1 }.first)
+
+        try await adapter.removeDevice(device)
+        try await mirrored(f.session, "device and its services gone") {
+            f.session.paths(with: device1Interface, under: adapter.path).isEmpty
+                && f.session.paths(with: "org.bluez.GattService1", under: adapter.path).isEmpty
+        }
+        let error = await bluezError { () throws(BlueZError) in try await adapter.removeDevice(device) }
+        #expect(error?.code == .doesNotExist)
+
+        let again = adapter.discoveredDevices(matching: DiscoveryFilter(serviceUUIDs: [payService]))
+        try await f.bluetoothd.addDevice("hci0", "00:00:00:00:00:01", uuids: [payService])
+        #expect(try await collect(again) { $0.count == 1 }.map(\.path) == [device.path])
+    }
+
     @Test func connectionEventsAreThoseOfThisAdapter() async throws {
         let f = try await BlueZFixture.make()
         defer { f.stop() }

@@ -140,6 +140,17 @@ final class FakeBluetoothd: Sendable {
         await state.withLock { $0.objects.removeValue(forKey: path) }?.unexport()
     }
 
+    /// Removes an object and everything below it; false if there was no such object.
+    private func removeTree(_ root: DBusObjectPath) async -> Bool {
+        let handles = state.withLock { state in
+            let paths = state.objects.keys.filter { $0 == root || $0.isDescendant(of: root) }
+                .sorted { $0.rawValue.count > $1.rawValue.count }
+            return paths.compactMap { state.objects.removeValue(forKey: $0) }
+        }
+        for handle in handles { await handle.unexport() }
+        return !handles.isEmpty
+    }
+
     /// A notification (or indication) from the remote device: `Value` changes.
     func notify(_ path: DBusObjectPath, _ value: [UInt8]) async throws {
         state.withLock { $0.values[path] = value }
@@ -192,6 +203,13 @@ final class FakeBluetoothd: Sendable {
                     try self?.requirePowered(path)
                     self?.state.withLock { _ = $0.discovering.insert(path) }
                     try await self?.set(path, "org.bluez.Adapter1", "Discovering", .boolean(true))
+                    return []
+                },
+                method("RemoveDevice", input: "o") { [weak self] call in
+                    let device: DBusObjectPath = try call.arguments[0].decode()
+                    guard device.isDescendant(of: path), await self?.removeTree(device) == true else {
+                        throw DBusError.reply(name: "org.bluez.Error.DoesNotExist", "Does Not Exist")
+                    }
                     return []
                 },
                 method("StopDiscovery") { [weak self] _ in
