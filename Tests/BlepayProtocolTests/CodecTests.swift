@@ -1,0 +1,109 @@
+import BlepayProtocol
+import Foundation
+import Testing
+
+@Suite struct CodecTests {
+    @Test(arguments: Sample.messages.map(\.0))
+    func everyMessageRoundTrips(_ name: String) throws {
+        let message = try #require(Sample.messages.first { $0.0 == name }?.1)
+        let encoded = message.encoded
+        #expect(try Message(encoded: encoded) == message)
+        #expect(try Message(encoded: encoded).encoded == encoded)
+    }
+
+    /// The committed vectors (`Vectors/messages.json`) are what a compatible peer must produce and accept.
+    @Test func messagesMatchTheCommittedVectors() throws {
+        let vectors = try Vectors.load("messages.json", as: [String: String].self)
+        #expect(vectors.count == Sample.messages.count)
+        for (name, message) in Sample.messages {
+            let hex = try #require(vectors[name], "no vector for \(name)")
+            #expect(message.encoded.hex == hex, "\(name)")
+            #expect(try Message(encoded: #require([UInt8](hex: hex))) == message, "\(name)")
+        }
+    }
+
+    @Test func structuresOutsideMessagesRoundTrip() throws {
+        #expect(try MerchantCertificate(encoded: Sample.certificate.encoded) == Sample.certificate)
+        #expect(try PreAuthorizationVoucher(encoded: Sample.voucher.encoded) == Sample.voucher)
+        let info = try ProtocolInfo(versions: [1], capabilities: [.online, .preAuthorization], maximumMessageSize: 4096)
+        #expect(try ProtocolInfo(encoded: info.encoded) == info)
+        let offer = try HandshakePayload.Offer(versions: [2, 1])
+        #expect(try HandshakePayload.Offer(encoded: offer.encoded) == offer)
+        let choice = HandshakePayload.Choice(version: 1, capabilities: .online)
+        #expect(try HandshakePayload.Choice(encoded: choice.encoded) == choice)
+        let credentials = HandshakePayload.Credentials(certificate: Sample.certificate)
+        #expect(try HandshakePayload.Credentials(encoded: credentials.encoded) == credentials)
+        let advertisement = AdvertisementData(version: 1, capabilities: .online, ephemeralID: Sample.keyID)
+        #expect(advertisement.encoded == [1, 1, 1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try AdvertisementData(encoded: advertisement.encoded) == advertisement)
+    }
+
+    @Test func signingBytesAreContextAndFieldsWithoutTheSignature() {
+        let bytes = Sample.request.signingBytes
+        let context = Array(PaymentRequest.signingContext.utf8)
+        #expect(Array(bytes.prefix(context.count)) == context)
+        // The encoding is the signed fields followed by the signature field (tag 100, length 64).
+        #expect(Sample.request.encoded == Array(bytes.dropFirst(context.count)) + [100, 64] + Sample.signature.bytes)
+        #expect(Sample.acceptance.signingBytes.starts(with: Array("blepay/1 payment-acceptance\0".utf8)))
+        #expect(Sample.acceptance.signingBytes != Sample.offlineAcceptance.signingBytes)
+    }
+
+    // MARK: Rejections, each with its code
+
+    @Test func invalidValuesAreRejectedWithTheirCodes() {
+        #expect(protocolError { _ = try Currency("XYZ") } == .invalidCurrency)
+        #expect(protocolError { _ = try Currency(code: "JPY", exponent: 2) } == .invalidCurrency)
+        #expect(protocolError { _ = try Money(minorUnits: Money.maximumMinorUnits + 1, currency: Sample.eur) } == .invalidAmount)
+        #expect(protocolError { _ = try Text.validate(String(repeating: "x", count: 65), field: "f", limit: 64) } == .stringTooLong)
+        #expect(protocolError { _ = try Text.validate("a\u{7}b", field: "f", limit: 64) } == .invalidValue)
+        #expect(protocolError { _ = try Text.validateIdentifier("no spaces", field: "f") } == .invalidValue)
+        #expect(protocolError { _ = try PaymentID(bytes: [1, 2, 3]) } == .invalidLength)
+        #expect(protocolError { _ = try AdvertisementData(encoded: [1, 2, 3]) } == .invalidLength)
+    }
+
+    @Test func malformedEncodingsAreRejectedWithTheirCodes() throws {
+        let otherPaid = Message.otherPaid(OtherPaid(paymentID: Sample.paymentID)).encoded  // 05 01 10 <16 bytes>
+        func decode(_ bytes: [UInt8]) -> ProtocolError.Code? { protocolError { _ = try Message(encoded: bytes) } }
+
+        #expect(decode([]) == .truncated)
+        #expect(decode([0x63] + otherPaid.dropFirst()) == .unknownMessageType)
+        #expect(decode(Array(otherPaid.dropLast())) == .truncated)
+        #expect(decode(otherPaid + [0x02]) == .truncated)  // a field header with no length
+        #expect(decode(otherPaid + [0x02, 0x00]) == .unknownRequiredField)  // unknown even tag
+        #expect(try Message(encoded: otherPaid + [0x03, 0x01, 0xFF]) == .otherPaid(OtherPaid(paymentID: Sample.paymentID)))
+        #expect(decode(otherPaid + [0x01, 0x00]) == .nonCanonical)  // field 1 repeated
+        #expect(decode([5, 0x01, 0x90, 0x00] + Sample.paymentID.bytes) == .nonCanonical)  // length 16 as 2 bytes
+        #expect(decode([5, 0x01, 0x0F] + Sample.paymentID.bytes.dropLast()) == .invalidLength)
+        #expect(decode([5]) == .missingField)
+        #expect(decode(Array(repeating: 0, count: Framing.maximumRecordSize + 1)) == .messageTooLarge)
+
+        // A signed structure rejects any unknown field, odd ones too.
+        let request = Message.paymentRequest(Sample.request).encoded
+        let withOddField = request.prefix(request.count - 66) + [0x0B, 0x00] + request.suffix(66)
+        #expect(decode(Array(withOddField)) == .unknownRequiredField)
+    }
+
+    @Test func badFieldValuesAreRejected() throws {
+        let cancel = Message.cancelPayment(CancelPayment(paymentID: Sample.paymentID, reason: .expired)).encoded
+        // 04 01 10 <id> 02 01 65: reason 101; make it 999 (not a code) and a 10-byte varint.
+        #expect(protocolError { _ = try Message(encoded: cancel.dropLast(3) + [0x02, 0x02, 0xE7, 0x07]) } == .invalidValue)
+        let overflow: [UInt8] = [0x02, 0x0B] + Array(repeating: 0xFF, count: 10) + [0x01]
+        #expect(protocolError { _ = try Message(encoded: cancel.dropLast(3) + overflow) } == .invalidValue)
+        let request = Message.paymentRequest(Sample.request).encoded
+        // businessOnline (tag 9) is 09 01 01; 2 is not a boolean.
+        let boolAt = try #require(request.firstRange(of: [0x09, 0x01, 0x01])).lowerBound
+        var badBool = request
+        badBool[boolAt + 2] = 2
+        #expect(protocolError { _ = try Message(encoded: badBool) } == .invalidValue)
+        // "EUR" with exponent 3.
+        let currencyAt = try #require(request.firstRange(of: Array("EUR".utf8))).upperBound
+        var badExponent = request
+        badExponent[currencyAt] = 3
+        #expect(protocolError { _ = try Message(encoded: badExponent) } == .invalidCurrency)
+        // Invalid UTF-8 in the merchant name.
+        let nameAt = try #require(request.firstRange(of: Array("Caf".utf8))).lowerBound
+        var badUTF8 = request
+        badUTF8[nameAt] = 0xFF
+        #expect(protocolError { _ = try Message(encoded: badUTF8) } == .invalidUTF8)
+    }
+}

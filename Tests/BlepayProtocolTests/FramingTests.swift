@@ -1,0 +1,103 @@
+import BlepayProtocol
+import Foundation
+import Testing
+
+@Suite struct FramingTests {
+    static let t0 = ContinuousClock.now
+    static let record = Record(kind: .transport, body: Message.paymentAcceptance(Sample.offlineAcceptance).encoded).encoded
+
+    @Test(arguments: [23, 247, 517])
+    func fragmentsFitTheMTUAndReassemble(_ mtu: Int) throws {
+        var fragmenter = try Fragmenter(mtu: mtu)
+        let fragments = try fragmenter.fragments(of: Self.record)
+        #expect(fragments.allSatisfy { $0.count <= mtu - 3 })
+        #expect(fragments.count == (Self.record.count + mtu - 6) / (mtu - 5))
+        #expect(fragments.enumerated().allSatisfy { Int($1[1]) == $0 })
+        #expect(fragments.map { $0[0] & 0x80 != 0 } == Array(repeating: false, count: fragments.count - 1) + [true])
+        var reassembler = Reassembler()
+        var records: [[UInt8]] = []
+        for fragment in fragments {
+            if let record = try reassembler.receive(fragment, at: Self.t0) { records.append(record) }
+        }
+        #expect(records == [Self.record])
+        #expect(reassembler.pendingBytes == 0)
+    }
+
+    /// `Vectors/fragments.json`: the fragments of one record at MTU 23 and 247.
+    @Test func fragmentsMatchTheCommittedVectors() throws {
+        struct Vector: Decodable {
+            let record: String
+            let fragments: [String: [String]]
+        }
+        let vector = try Vectors.load("fragments.json", as: Vector.self)
+        #expect(vector.record == Self.record.hex)
+        #expect(vector.fragments.keys.sorted() == ["23", "247"])
+        for (mtu, expected) in vector.fragments {
+            var fragmenter = try Fragmenter(mtu: try #require(Int(mtu)))
+            #expect(try fragmenter.fragments(of: Self.record).map(\.hex) == expected)
+        }
+    }
+
+    @Test func recordsAreNumberedAndADuplicateFragmentIsIgnored() throws {
+        var fragmenter = try Fragmenter(mtu: 23)
+        var reassembler = Reassembler()
+        for n in 0..<130 {  // the counter wraps at 128
+            let record = Array(repeating: UInt8(n & 0xFF), count: 30)
+            let fragments = try fragmenter.fragments(of: record)
+            #expect(fragments[0][0] & 0x7F == UInt8(n % 128))
+            #expect(try reassembler.receive(fragments[0], at: Self.t0) == nil)
+            #expect(try reassembler.receive(fragments[0], at: Self.t0) == nil)  // a retried write
+            #expect(try reassembler.receive(fragments[1], at: Self.t0) == record)
+        }
+    }
+
+    @Test func aLostOrReorderedFragmentDropsTheRecord() throws {
+        var fragmenter = try Fragmenter(mtu: 23)
+        let fragments = try fragmenter.fragments(of: Array(repeating: 7, count: 60))  // 4 fragments
+        var lost = Reassembler()
+        _ = try lost.receive(fragments[0], at: Self.t0)
+        #expect(protocolError { _ = try lost.receive(fragments[2], at: Self.t0) } == .fragmentOutOfOrder)
+        #expect(lost.pendingBytes == 0)
+        var reordered = Reassembler()
+        #expect(protocolError { _ = try reordered.receive(fragments[1], at: Self.t0) } == .fragmentOutOfOrder)
+        var wrongRecord = Reassembler()
+        let next = try fragmenter.fragments(of: [1])
+        #expect(protocolError { _ = try wrongRecord.receive(next[0], at: Self.t0) } == .fragmentOutOfOrder)
+    }
+
+    @Test func anIncompleteRecordTimesOut() throws {
+        var fragmenter = try Fragmenter(mtu: 23)
+        let fragments = try fragmenter.fragments(of: Array(repeating: 7, count: 40))
+        var reassembler = Reassembler()
+        _ = try reassembler.receive(fragments[0], at: Self.t0)
+        #expect(!reassembler.hasTimedOut(at: Self.t0 + .seconds(5)))
+        #expect(reassembler.hasTimedOut(at: Self.t0 + .milliseconds(5001)))
+        #expect(protocolError { _ = try reassembler.receive(fragments[1], at: Self.t0 + .seconds(6)) } == .reassemblyTimeout)
+        #expect(reassembler.pendingBytes == 0)
+    }
+
+    @Test func oversizeRecordsAreRefusedWithoutBuffering() throws {
+        var fragmenter = try Fragmenter(mtu: 517)
+        #expect(protocolError { _ = try fragmenter.fragments(of: Array(repeating: 0, count: 4097)) } == .messageTooLarge)
+        #expect(protocolError { _ = try fragmenter.fragments(of: []) } == .messageTooLarge)
+        // A peer that never sets the last flag: refused once the record would pass 4096 bytes.
+        var reassembler = Reassembler()
+        var code: ProtocolError.Code?
+        for index in 0..<9 where code == nil {
+            code = protocolError { _ = try reassembler.receive([0, UInt8(index)] + Array(repeating: 0, count: 512), at: Self.t0) }
+        }
+        #expect(code == .messageTooLarge)
+        #expect(reassembler.pendingBytes == 0)
+        #expect(protocolError { _ = try Fragmenter(mtu: 22) } == .invalidMTU)
+        #expect(protocolError { _ = try reassembler.receive([0x80, 0], at: Self.t0) } == .truncated)
+    }
+
+    @Test func recordsCarryTheirKind() throws {
+        for kind in Record.Kind.allCases {
+            let record = Record(kind: kind, body: [1, 2, 3])
+            #expect(try Record(encoded: record.encoded) == record)
+        }
+        #expect(protocolError { _ = try Record(encoded: [9, 1]) } == .unknownMessageType)
+        #expect(protocolError { _ = try Record(encoded: []) } == .truncated)
+    }
+}
