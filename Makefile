@@ -3,11 +3,12 @@ SWIFT ?= swift
 BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200
+FUZZ_SECONDS ?= 60
 TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: all deps build test unit-test rig-test bench clean
+.PHONY: all deps build test unit-test rig-test fuzz bench clean
 
 all: build
 
@@ -25,6 +26,7 @@ test: deps build
 	$(SWIFT) test --skip-build --skip RigTests 2>&1 | tee -a $(TEST_LOG)
 	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests 2>&1 | tee -a $(TEST_LOG)
 	@bash scripts/test-summary.sh $(TEST_LOG)
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # Pure and real-D-Bus tiers only (no VMs).
 unit-test: build
@@ -34,10 +36,14 @@ unit-test: build
 rig-test: deps build
 	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests
 
+# Coverage-guided fuzzing of the protocol decoders and reassembler for FUZZ_SECONDS; fails on any crash.
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
 # One-host topology: discovery, connection and GATT round-trip timings, and the peripheral's peak RSS.
 bench: deps
 	$(SWIFT) build -c release --product blepay-loopback
 	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
 
 clean:
-	rm -rf .build .rig-logs
+	rm -rf .build .build-fuzz .rig-logs
