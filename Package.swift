@@ -66,8 +66,12 @@ let package = Package(
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport"]),
-        .testTarget(name: "NoiseTests", dependencies: ["Noise"]),
-        .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol"]),
+        .testTarget(
+            name: "NoiseTests",
+            dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Vectors"]
+        ),
+        .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol"], exclude: ["Vectors"]),
         .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments"]),
         .testTarget(name: "RigTests", dependencies: []),
     ],
