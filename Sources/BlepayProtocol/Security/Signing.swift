@@ -1,0 +1,72 @@
+import Crypto
+
+// Building signed structures: each is built unsigned, its signing bytes (`WireSigned`) signed, and rebuilt with the
+// signature, so the signature covers exactly what the decoder will check.
+
+extension PaymentRequest {
+    /// SHA-256 of the request's full encoding: what an acceptance is bound to.
+    public var hash: Hash32 { try! Hash32(Array(SHA256.hash(data: encoded))) }
+
+    /// The request signed by the merchant's signing key (the one its certificate vouches for).
+    public func signed(by key: SigningKey) throws(ProtocolError) -> PaymentRequest {
+        try PaymentRequest(
+            paymentID: paymentID, amount: amount, reference: reference, merchantID: merchantID,
+            merchantName: merchantName, createdAt: createdAt, expiresAt: expiresAt, businessOnline: businessOnline,
+            signature: key.sign(signingBytes))
+    }
+}
+
+extension PaymentAcceptance {
+    /// The acceptance signed by the customer's device key; `customerKey` must be that key's public half.
+    public func signed(by key: SigningKey) throws(ProtocolError) -> PaymentAcceptance {
+        guard key.publicKey == customerKey else {
+            throw ProtocolError(.invalidSignature, "the acceptance names another customer key")
+        }
+        return try PaymentAcceptance(
+            paymentID: paymentID, amount: amount, tipMinorUnits: tipMinorUnits, instrumentID: instrumentID,
+            delegatedInstrument: delegatedInstrument, createdAt: createdAt, requestHash: requestHash,
+            sessionHash: sessionHash, customerKey: customerKey, preAuthorization: preAuthorization,
+            signature: key.sign(signingBytes))
+    }
+}
+
+extension MerchantCertificate {
+    /// The certificate signed by the ledger key whose id it carries.
+    public func signed(by ledgerKey: SigningKey) throws(ProtocolError) -> MerchantCertificate {
+        guard TrustedLedgerKeys.keyID(of: ledgerKey.publicKey) == ledgerKeyID else {
+            throw ProtocolError(.invalidCertificate, "the certificate names another ledger key")
+        }
+        return try MerchantCertificate(
+            merchantID: merchantID, merchantName: merchantName, signingKey: signingKey, noiseKey: noiseKey,
+            validFrom: validFrom, validUntil: validUntil, ledgerKeyID: ledgerKeyID,
+            signature: ledgerKey.sign(signingBytes))
+    }
+
+    /// Checks what a customer must before showing any request (`docs/protocol.md` §7.3): the ledger's signature
+    /// by a trusted key, the validity window, and that it vouches for the Noise static key of this session.
+    public func verify(trusting ledgerKeys: TrustedLedgerKeys, at now: Timestamp, noiseKey remoteStatic: [UInt8])
+        throws(ProtocolError)
+    {
+        guard let ledgerKey = ledgerKeys.key(id: ledgerKeyID) else {
+            throw ProtocolError(.invalidCertificate, "signed by ledger key \(ledgerKeyID), which is not trusted")
+        }
+        guard isValidSignature(signature, of: signingBytes, by: ledgerKey) else {
+            throw ProtocolError(.invalidCertificate, "the ledger's signature does not verify")
+        }
+        guard validFrom <= now, now <= validUntil else {
+            throw ProtocolError(.certificateExpired, "valid from \(validFrom) until \(validUntil), now \(now)")
+        }
+        guard noiseKey.bytes == remoteStatic else {
+            throw ProtocolError(.invalidCertificate, "the certificate vouches for another Noise key")
+        }
+    }
+}
+
+extension Receipt {
+    /// A settled receipt signed by the ledger (a pending one carries no signature).
+    public func signed(by ledgerKey: SigningKey) throws(ProtocolError) -> Receipt {
+        try Receipt(
+            paymentID: paymentID, status: status, transactionID: transactionID, amount: amount,
+            tipMinorUnits: tipMinorUnits, issuedAt: issuedAt, ledgerSignature: ledgerKey.sign(signingBytes))
+    }
+}
