@@ -40,8 +40,10 @@ rig-test: deps build
 fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# One-host topology: discovery, connection and GATT round-trip timings, and the peripheral's peak RSS.
+# The Benchmarks package (codec against JSON, a payment's air use, payment sessions), then in the one-host
+# topology: discovery, connection and GATT round-trip timings, and the peripheral's peak RSS.
 bench: deps
+	bash scripts/bench-swift.sh
 	$(SWIFT) build -c release --product blepay-loopback
 	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
 

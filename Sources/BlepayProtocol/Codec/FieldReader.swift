@@ -10,6 +10,7 @@ struct FieldReader {
 
     init(_ input: ArraySlice<UInt8>) throws(ProtocolError) {
         self.input = input
+        fields.reserveCapacity(16)  // every message has fewer; one allocation instead of several as it grows
         var index = input.startIndex
         var lastTag: Int = -1
         while index < input.endIndex {

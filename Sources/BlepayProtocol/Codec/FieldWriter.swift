@@ -3,7 +3,7 @@
 struct FieldWriter {
     private(set) var bytes: [UInt8] = []
 
-    init(reservingCapacity capacity: Int = 128) { bytes.reserveCapacity(capacity) }
+    init(reservingCapacity capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     static func varint(_ value: UInt64, into out: inout [UInt8]) {
         var value = value
@@ -21,14 +21,19 @@ struct FieldWriter {
     }
 
     mutating func uint(_ tag: UInt8, _ value: UInt64) {
-        var encoded: [UInt8] = []
-        Self.varint(value, into: &encoded)
-        bytes(tag, encoded)
+        bytes.append(tag)
+        // The length of a varint is its number of 7-bit groups (always below 128, so one length byte).
+        bytes.append(UInt8(max(1, (64 - value.leadingZeroBitCount + 6) / 7)))
+        Self.varint(value, into: &bytes)
     }
 
     mutating func bool(_ tag: UInt8, _ value: Bool) { bytes(tag, [value ? 1 : 0]) }
 
-    mutating func string(_ tag: UInt8, _ value: String) { bytes(tag, Array(value.utf8)) }
+    mutating func string(_ tag: UInt8, _ value: String) {
+        bytes.append(tag)
+        Self.varint(UInt64(value.utf8.count), into: &bytes)
+        bytes.append(contentsOf: value.utf8)
+    }
 
     mutating func nested<T: FieldCodable>(_ tag: UInt8, _ value: T) {
         var inner = FieldWriter()
@@ -40,7 +45,9 @@ struct FieldWriter {
     /// at `tag + 1`.
     mutating func money(_ tag: UInt8, _ value: Money) {
         uint(tag, value.minorUnits)
-        bytes(tag + 1, Array(value.currency.code.utf8) + [value.currency.exponent])
+        bytes += [tag + 1, 4]
+        bytes.append(contentsOf: value.currency.code.utf8)
+        bytes.append(value.currency.exponent)
     }
 
     // Optionals are absent when nil.

@@ -40,13 +40,18 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 /// control characters, so that a peer cannot spoof or break the customer's display.
 public enum Text {
     public static func validate(_ text: String, field: String, limit: Int) throws(ProtocolError) -> String {
-        let scalars = text.unicodeScalars
-        guard !scalars.isEmpty else { throw ProtocolError(.invalidValue, "\(field) is empty") }
-        guard scalars.count <= limit else {
-            throw ProtocolError(.stringTooLong, "\(field) has \(scalars.count) characters, at most \(limit) allowed")
+        var count = 0
+        for scalar in text.unicodeScalars {
+            // General category Cc is exactly U+0000–U+001F and U+007F–U+009F, and Unicode guarantees it never
+            // changes: a range check instead of a property look-up per character.
+            guard scalar.value >= 0x20, !(0x7F...0x9F).contains(scalar.value) else {
+                throw ProtocolError(.invalidValue, "\(field) contains a control character")
+            }
+            count += 1
         }
-        guard !scalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw ProtocolError(.invalidValue, "\(field) contains a control character")
+        guard count > 0 else { throw ProtocolError(.invalidValue, "\(field) is empty") }
+        guard count <= limit else {
+            throw ProtocolError(.stringTooLong, "\(field) has \(count) characters, at most \(limit) allowed")
         }
         return text
     }

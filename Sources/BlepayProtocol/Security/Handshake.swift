@@ -28,7 +28,7 @@ enum Handshake {
 }
 
 extension ProtocolError {
-    /// The payment error code a peer is told when this failure ends a session (§7.5).
+    /// The payment error code a peer is told when this failure ends a session (§7.6).
     public var paymentErrorCode: PaymentErrorCode {
         switch code {
         case .unsupportedVersion: .versionMismatch
@@ -40,7 +40,7 @@ extension ProtocolError {
 }
 
 extension Record {
-    /// The plaintext Error record a side sends when the handshake fails (§7.1, §7.5).
+    /// The plaintext Error record a side sends when the handshake fails (§7.1, §7.6).
     public static func plaintextError(for error: ProtocolError, detail: String? = nil) -> Record {
         let message = try! ErrorMessage(
             code: error.paymentErrorCode, paymentID: nil, detail: detail.map { String($0.prefix(PaymentResult.detailLimit)) })

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the Benchmarks package (ordo-one/benchmark, release build) and prints its results as 'bench:' lines:
+# operations per second from the p90 wall clock, custom metrics (bytes, packets) as they are, and the
+# codec-to-JSON ratios the protocol's goals are stated in.
+# Usage: scripts/bench-swift.sh [FILTER_REGEX]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d /tmp/blepay-swift-bench.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+swift package --package-path "$root/Benchmarks" --allow-writing-to-package-directory benchmark \
+  --filter "${1:-.*}" --format metricP90AbsoluteThresholds --path "$out" --no-progress >"$out/run.log" 2>&1 || {
+  echo "bench: the Swift benchmarks failed:" >&2
+  cat "$out/run.log" >&2
+  exit 1
+}
+
+python3 - "$out" <<'PY'
+import glob, json, os, sys
+results = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.p90.json"))):
+    name = os.path.basename(path).split(".", 1)[1].rsplit(".p90.json", 1)[0]
+    results[name] = json.load(open(path))
+# Timed benchmarks run 1,000 operations per iteration (scaling factor kilo) unless named below.
+operations = {"online-payment-session": 1}
+for name, metrics in results.items():
+    if "wallClock" in metrics:
+        per_second = operations.get(name, 1000) * 1e9 / metrics["wallClock"]
+        print(f"bench: {name}-ops {per_second:.0f} ops/s")
+        if "mallocCountTotal" in metrics:
+            print(f"bench: {name}-mallocs {metrics['mallocCountTotal'] / operations.get(name, 1000):.1f} count/op")
+    else:
+        for metric, value in metrics.items():
+            unit = "packets" if "packets" in metric else "bytes"
+            print(f"bench: {metric} {value} {unit}")
+for baseline in ("json", "json-compact"):
+    for message in ("payment-request", "payment-acceptance"):
+        codec, other = results.get(f"codec-{message}"), results.get(f"{baseline}-{message}")
+        if codec and other:
+            print(f"bench: codec-vs-{baseline}-{message}-speed {other['wallClock'] / codec['wallClock']:.1f} x")
+        codec, other = results.get(f"codec-{message}-bytes"), results.get(f"{baseline}-{message}-bytes")
+        if codec and other:
+            ratio = codec[f"codec-{message}-bytes"] / other[f"{baseline}-{message}-bytes"]
+            print(f"bench: codec-vs-{baseline}-{message}-size {ratio:.2f} ratio")
+PY
