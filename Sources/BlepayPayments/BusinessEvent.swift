@@ -1,0 +1,45 @@
+import BlepayProtocol
+
+/// What the business's app sees of its own payments.
+public enum BusinessEvent: Sendable, Hashable {
+    /// The request was sent to a customer (when opened, or when the customer connected while it was open).
+    case offered(PaymentID, PeerID)
+    /// A customer declined it.
+    case declined(PaymentID, by: PeerID)
+    /// The first valid acceptance: it is being executed with the ledger.
+    case accepted(PaymentID, by: PeerID, total: Money)
+    /// An acceptance that could not win (mismatch, bad signature, unknown or ended payment).
+    case acceptanceRefused(PaymentID, by: PeerID, PaymentError)
+    /// The ledger did not answer in time; its status is being looked up by payment id. Not a result.
+    case outcomePending(PaymentID)
+    case finished(PaymentID, by: PeerID, Receipt)
+    /// The ledger refused the winner's payment; nothing was charged and the request is closed.
+    case failed(PaymentID, by: PeerID, PaymentError)
+    case cancelled(PaymentID)
+    case expired(PaymentID)
+}
+
+/// What the business machine asks its driver to do.
+public enum BusinessAction: Sendable, Hashable {
+    case emit(BusinessEvent)
+    case send(PeerID, Message)
+    /// Execute this acceptance with the ledger; the payment id is the idempotency key. Asked at most once per payment.
+    case execute(PaymentRequest, PaymentAcceptance)
+    /// Look up the payment's status at the ledger (after an unknown outcome). Never an execution.
+    case lookUpStatus(PaymentID)
+}
+
+/// The ledger's answer to an execution or a status look-up.
+public enum LedgerOutcome: Sendable, Hashable {
+    case executed(Receipt)
+    /// Certainly not executed: refused, or the ledger could not be reached before anything was sent.
+    case notExecuted(PaymentError)
+    /// It may or may not have been executed (a timeout, a connection lost mid-request).
+    case unknown(String?)
+}
+
+/// Checks an acceptance's signature and its binding to the request and to the peer's session (the session layer's
+/// `SecureSession.verify`). Injected, so that the machine stays pure and tests can refuse at will.
+public protocol AcceptanceVerifier: Sendable {
+    func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, from peer: PeerID) -> PaymentError?
+}

@@ -1,0 +1,63 @@
+import BlepayProtocol
+
+/// What the customer's app sees, exactly the reference SDK's events: per payment `receivedPayment`, then one of
+/// `finishedPayment`, `cancelled`, `error`, `otherPaid`; per connection `disconnected`, after which nothing more.
+public enum CustomerEvent: Sendable, Hashable {
+    case receivedPayment(PeerID, PaymentRequest)
+    case finishedPayment(PeerID, Receipt)
+    /// By either side.
+    case cancelled(PeerID, PaymentID, by: Side)
+    /// `paymentID` is nil for a failure of the connection itself.
+    case error(PeerID, PaymentID?, PaymentError)
+    case otherPaid(PeerID, PaymentID)
+    case disconnected(PeerID)
+
+    public enum Side: Sendable, Hashable {
+        case customer
+        case business
+    }
+
+    public var peer: PeerID {
+        switch self {
+        case .receivedPayment(let peer, _), .finishedPayment(let peer, _), .cancelled(let peer, _, _),
+            .error(let peer, _, _), .otherPaid(let peer, _), .disconnected(let peer):
+            peer
+        }
+    }
+
+    /// The payment this event ends, if it is a terminal event.
+    public var terminalPayment: PaymentID? {
+        switch self {
+        case .finishedPayment(_, let receipt): receipt.paymentID
+        case .cancelled(_, let id, _), .otherPaid(_, let id): id
+        case .error(_, let id, _): id
+        case .receivedPayment, .disconnected: nil
+        }
+    }
+}
+
+/// What the customer machine asks its driver to do.
+public enum CustomerAction: Sendable, Hashable {
+    case emit(CustomerEvent)
+    case send(PeerID, Message)
+    /// Build the signed acceptance (bound to the peer's session) from these terms and send it.
+    case sendAcceptance(PeerID, PaymentRequest, AcceptanceTerms)
+    case disconnect(PeerID)
+    case stopAdvertising
+}
+
+/// What the customer chose when accepting: the acceptance's content apart from what the request and session fix.
+public struct AcceptanceTerms: Sendable, Hashable {
+    public let tipMinorUnits: UInt64
+    public let instrumentID: String
+    /// True for an instrument delegated by the customer's client; false for one managed by blepay's ledger.
+    public let delegatedInstrument: Bool
+    public let acceptedAt: Timestamp
+
+    public init(tipMinorUnits: UInt64, instrumentID: String, delegatedInstrument: Bool, acceptedAt: Timestamp) {
+        self.tipMinorUnits = tipMinorUnits
+        self.instrumentID = instrumentID
+        self.delegatedInstrument = delegatedInstrument
+        self.acceptedAt = acceptedAt
+    }
+}

@@ -1,0 +1,161 @@
+import BlepayPayments
+import BlepayProtocol
+import Testing
+
+/// Event scripts for the business machine: broadcast, first valid acceptance wins, and every ledger outcome.
+@Suite struct BusinessMachineTests {
+    let p1 = PeerID(1), p2 = PeerID(2), p3 = PeerID(3)
+    let r = Fixture.request()
+    var id: PaymentID { r.paymentID }
+
+    func open(_ peers: PeerID...) throws -> BusinessMachine {
+        var m = BusinessMachine(verifier: Verifier())
+        for peer in peers { _ = m.connected(peer, at: Fixture.t0) }
+        _ = try m.request(r, at: Fixture.t0)
+        return m
+    }
+
+    @Test func aRequestIsOfferedToEveryConnectedCustomerAndToLateComers() throws {
+        var m = BusinessMachine(verifier: Verifier())
+        _ = m.connected(p1, at: Fixture.t0)
+        _ = m.connected(p2, at: Fixture.t0)
+        #expect(try m.request(r, at: Fixture.t0) == [
+            .send(p1, .paymentRequest(r)), .emit(.offered(id, p1)), .send(p2, .paymentRequest(r)), .emit(.offered(id, p2)),
+        ])
+        #expect(m.connected(p3, at: Fixture.later(1_000)) == [.send(p3, .paymentRequest(r)), .emit(.offered(id, p3))])
+        #expect(m.connected(p3, at: Fixture.later(1_000)).isEmpty)
+        #expect(m.connected(PeerID(4), at: r.expiresAt).isEmpty)
+        #expect(paymentError { _ = try m.request(r, at: Fixture.t0) } == .alreadyPaid)
+        #expect(paymentError { _ = try m.request(Fixture.request(2), at: Fixture.later(Fixture.lifetime)) } == .expired)
+    }
+
+    @Test func theFirstValidAcceptanceWinsAndTheOthersHearOtherPaid() throws {
+        var m = try open(p1, p2, p3)
+        let a2 = Fixture.acceptance(of: r, tip: 300)
+        #expect(m.receive(.paymentAcceptance(a2), from: p2, at: Fixture.t0)
+            == [.emit(.accepted(id, by: p2, total: Fixture.money(2850))), .execute(r, a2)])
+        // Arriving together: the second is neither executed nor answered yet.
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).isEmpty)
+        #expect(m.receive(.paymentAcceptance(a2), from: p2, at: Fixture.t0).isEmpty)
+        let receipt = Fixture.receipt(for: a2)
+        #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0) == [
+            .send(p2, .paymentResult(try PaymentResult(paymentID: id, outcome: .finished(receipt)))),
+            .send(p1, .otherPaid(OtherPaid(paymentID: id))), .send(p3, .otherPaid(OtherPaid(paymentID: id))),
+            .emit(.finished(id, by: p2, receipt)),
+        ])
+        #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0).isEmpty)
+        let late = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p3, at: Fixture.t0)
+        #expect(late.events == [.acceptanceRefused(id, by: p3, PaymentError(.notFound, "the payment has ended"))])
+        #expect(late.executions.isEmpty)
+    }
+
+    @Test func acceptancesThatDoNotMatchAreRefusedAndTheRequestStaysOpen() throws {
+        var m = try open(p1, p2, p3)
+        let wrongAmount = m.receive(.paymentAcceptance(Fixture.acceptance(of: r, amount: Fixture.money(100))), from: p1, at: Fixture.t0)
+        #expect(wrongAmount.first == .send(p1, .paymentResult(try PaymentResult(
+            paymentID: id, outcome: .failed(.amountMismatch, detail: nil)))))
+        #expect(wrongAmount.executions.isEmpty)
+        let wrongCurrency = m.receive(
+            .paymentAcceptance(Fixture.acceptance(of: r, amount: Fixture.money(2550, Fixture.usd))), from: p2, at: Fixture.t0)
+        #expect(wrongCurrency.events == [.acceptanceRefused(id, by: p2, PaymentError(.amountMismatch, "accepted 25.50 USD"))])
+        let forged = m.receive(.paymentAcceptance(Fixture.acceptance(of: r, instrument: "forged-1")), from: p3, at: Fixture.t0)
+        #expect(forged.events == [.acceptanceRefused(id, by: p3, PaymentError(.securityFailure, "bad signature"))])
+        // Refused customers are no longer offered it; a new one can still pay.
+        let p4 = PeerID(4)
+        _ = m.connected(p4, at: Fixture.t0)
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p4, at: Fixture.t0).executions.count == 1)
+    }
+
+    @Test func acceptancesForUnknownOrUnofferedPaymentsAreRefused() throws {
+        var m = try open(p1)
+        let unknown = Fixture.acceptance(of: Fixture.request(7))
+        #expect(m.receive(.paymentAcceptance(unknown), from: p1, at: Fixture.t0) == [
+            .send(p1, .error(try ErrorMessage(code: .notFound, paymentID: unknown.paymentID, detail: nil))),
+            .emit(.acceptanceRefused(unknown.paymentID, by: p1, PaymentError(.notFound))),
+        ])
+        #expect(m.receive(.paymentAcceptance(unknown), from: p2, at: Fixture.t0).isEmpty)  // not connected
+    }
+
+    @Test func anAcceptanceAfterExpiryExpiresTheRequest() throws {
+        var m = try open(p1, p2)
+        let actions = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: r.expiresAt)
+        #expect(actions.executions.isEmpty)
+        #expect(actions.events == [.expired(id), .acceptanceRefused(id, by: p1, PaymentError(.expired))])
+        #expect(actions.messages(to: p2) == [.cancelPayment(CancelPayment(paymentID: id, reason: .expired))])
+    }
+
+    @Test func aCustomerDeclinesAndCancelRacingAcceptIsResolvedByOrder() throws {
+        var m = try open(p1, p2)
+        let cancel = Message.cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled))
+        #expect(m.receive(cancel, from: p1, at: Fixture.t0) == [.emit(.declined(id, by: p1))])
+        #expect(m.receive(cancel, from: p1, at: Fixture.t0).isEmpty)
+        // An acceptance after its own cancel is refused.
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).executions.isEmpty)
+        // The winner's cancel after its acceptance does not stop the ledger.
+        _ = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p2, at: Fixture.t0)
+        #expect(m.receive(cancel, from: p2, at: Fixture.t0).isEmpty)
+        #expect(paymentError { _ = try m.cancel(id) } == .alreadyPaid)
+    }
+
+    @Test func theBusinessCancelsOpenRequestsOnly() throws {
+        var m = try open(p1, p2)
+        let cancel = Message.cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled))
+        #expect(try m.cancel(id) == [.send(p1, cancel), .send(p2, cancel), .emit(.cancelled(id))])
+        #expect(paymentError { _ = try m.cancel(id) } == .notFound)
+        #expect(paymentError { _ = try m.cancel(Fixture.id(9)) } == .notFound)
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).executions.isEmpty)
+        #expect(m.connected(p3, at: Fixture.t0).isEmpty)
+    }
+
+    @Test(arguments: [PaymentErrorCode.insufficientFunds, .limitExceeded, .invalidInstrument, .expired, .ledgerOffline])
+    func aRefusingLedgerFailsThePaymentForEveryone(code: PaymentErrorCode) throws {
+        var m = try open(p1, p2)
+        _ = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0)
+        #expect(m.ledgerAnswered(id, .notExecuted(PaymentError(code)), at: Fixture.t0) == [
+            .send(p1, .paymentResult(try PaymentResult(paymentID: id, outcome: .failed(code, detail: nil)))),
+            .send(p2, .cancelPayment(CancelPayment(paymentID: id, reason: code))),
+            .emit(.failed(id, by: p1, PaymentError(code))),
+        ])
+    }
+
+    @Test func anUnknownOutcomeIsLookedUpNeverExecutedAgain() throws {
+        var m = try open(p1, p2)
+        let a = Fixture.acceptance(of: r)
+        var executions = m.receive(.paymentAcceptance(a), from: p1, at: Fixture.t0).executions.count
+        #expect(m.ledgerAnswered(id, .unknown("timeout"), at: Fixture.t0) == [.emit(.outcomePending(id)), .lookUpStatus(id)])
+        #expect(m.ledgerAnswered(id, .unknown("still unreachable"), at: Fixture.t0) == [.lookUpStatus(id)])
+        executions += m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p2, at: Fixture.t0).executions.count
+        #expect(m.tick(at: r.expiresAt).isEmpty)  // executing: the clock does not end it
+        let receipt = Fixture.receipt(for: a)
+        #expect(m.ledgerAnswered(id, .executed(receipt), at: r.expiresAt).events == [.finished(id, by: p1, receipt)])
+        #expect(executions == 1)
+    }
+
+    @Test func aWinnerWhoLeftStillHasItsPaymentFinished() throws {
+        var m = try open(p1, p2)
+        let a = Fixture.acceptance(of: r)
+        _ = m.receive(.paymentAcceptance(a), from: p1, at: Fixture.t0)
+        m.disconnected(p1)
+        let receipt = Fixture.receipt(for: a)
+        #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0)
+            == [.send(p2, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p1, receipt))])
+    }
+
+    @Test func openRequestsExpireAndEndedOnesAreForgottenLater() throws {
+        var m = try open(p1)
+        #expect(m.tick(at: Fixture.later(Fixture.lifetime - 1)).isEmpty)
+        #expect(m.tick(at: r.expiresAt) == [.send(p1, .cancelPayment(CancelPayment(paymentID: id, reason: .expired))), .emit(.expired(id))])
+        #expect(m.tick(at: r.expiresAt).isEmpty)
+        #expect(paymentError { _ = try m.cancel(id) } == .notFound)
+        _ = m.tick(at: r.expiresAt.adding(milliseconds: 10 * 60 * 1000))
+        // Forgotten: the id can be used again.
+        let reused = Fixture.request(1, at: r.expiresAt.adding(milliseconds: 10 * 60 * 1000))
+        #expect(throws: Never.self) { _ = try m.request(reused, at: reused.createdAt) }
+    }
+
+    @Test func messagesACustomerMustNotSendAreIgnored() throws {
+        var m = try open(p1)
+        #expect(m.receive(.paymentRequest(r), from: p1, at: Fixture.t0).isEmpty)
+        #expect(m.receive(.otherPaid(OtherPaid(paymentID: id)), from: p1, at: Fixture.t0).isEmpty)
+    }
+}
