@@ -1,0 +1,224 @@
+import BlepayPayments
+import BlepayProtocol
+
+/// One business and up to 20 customers joined by in-order links, with a ledger that can execute, refuse or leave
+/// the outcome unknown, all driven by a seeded random schedule. It records what the invariants are checked on.
+struct Simulation {
+    var random: SplitMix64
+    var business = BusinessMachine(verifier: Verifier())
+    var customers: [PeerID: CustomerMachine] = [:]
+    var connected: Set<PeerID> = []
+    var toCustomer: [PeerID: [Message]] = [:]
+    var toBusiness: [PeerID: [Message]] = [:]
+    var now = Fixture.t0
+    var requests: [PaymentID: PaymentRequest] = [:]
+    /// Executions the ledger has not answered; look-ups under way.
+    var executing: [PaymentID: PaymentAcceptance] = [:]
+    var lookingUp: Set<PaymentID> = []
+    /// What really happened at the ledger for an execution whose answer was lost.
+    var executedInTruth: [PaymentID: Receipt] = [:]
+
+    // Records.
+    var executions: [PaymentID: Int] = [:]
+    var customerEvents: [PeerID: [CustomerEvent]] = [:]
+    var businessEvents: [BusinessEvent] = []
+    /// Connections a machine closed by itself: none should, as every peer here follows the protocol.
+    var machineDisconnects: [PeerID] = []
+    let maximumCustomers: Int
+
+    init(seed: UInt64) {
+        random = SplitMix64(seed: seed)
+        maximumCustomers = Int.random(in: 1...20, using: &random)
+    }
+
+    // MARK: Steps
+
+    mutating func connect() {
+        guard customers.count < maximumCustomers else { return }
+        let peer = PeerID(UInt64(customers.count + 1))
+        var customer = CustomerMachine()
+        customer.start()
+        _ = customer.connected(peer)
+        customers[peer] = customer
+        connected.insert(peer)
+        apply(business.connected(peer, at: now))
+    }
+
+    mutating func disconnect(_ peer: PeerID) {
+        guard connected.remove(peer) != nil else { return }
+        toCustomer[peer] = nil
+        toBusiness[peer] = nil
+        business.disconnected(peer)
+        apply(customers[peer]!.disconnected(peer), of: peer)
+    }
+
+    mutating func openRequest() {
+        let id = PaymentID.random(using: &random)
+        let request = try! PaymentRequest(
+            paymentID: id, amount: Fixture.money(UInt64.random(in: 1...50_000, using: &random)), reference: nil,
+            merchantID: "m_1", merchantName: "Shop", createdAt: now,
+            expiresAt: now.adding(milliseconds: UInt64.random(in: 5_000...120_000, using: &random)),
+            businessOnline: true, signature: Fixture.signature)
+        requests[id] = request
+        apply((try? business.request(request, at: now)) ?? [])
+    }
+
+    mutating func businessCancels() {
+        guard let id = requests.keys.randomElement(using: &random) else { return }
+        apply((try? business.cancel(id)) ?? [])
+    }
+
+    mutating func customerActs(_ peer: PeerID) {
+        guard connected.contains(peer) else { return }
+        let shown = openPayments(of: peer)
+        guard let request = shown.randomElement(using: &random) else { return }
+        let roll = Int.random(in: 0..<10, using: &random)
+        if roll < 2 {
+            apply((try? customers[peer]!.cancel(request.paymentID, from: peer)) ?? [], of: peer)
+        } else {
+            let wrong = roll == 2 ? Fixture.money(request.amount.minorUnits + 1) : request.amount
+            let terms = AcceptanceTerms(
+                tipMinorUnits: UInt64.random(in: 0...500, using: &random), instrumentID: roll == 3 ? "forged-1" : "card-1",
+                delegatedInstrument: false, acceptedAt: now)
+            apply((try? customers[peer]!.accept(request.paymentID, from: peer, amount: wrong, terms: terms)) ?? [], of: peer)
+        }
+    }
+
+    mutating func deliver() {
+        let links = toCustomer.filter { !$0.value.isEmpty }.map { ($0.key, true) }
+            + toBusiness.filter { !$0.value.isEmpty }.map { ($0.key, false) }
+        guard let (peer, downstream) = links.randomElement(using: &random) else { return }
+        // Now and then a message arrives twice, as a retried write can.
+        let duplicate = Int.random(in: 0..<20, using: &random) == 0
+        if downstream {
+            let message = duplicate ? toCustomer[peer]!.first! : toCustomer[peer]!.removeFirst()
+            apply(customers[peer]!.receive(message, from: peer, at: now), of: peer)
+        } else {
+            let message = duplicate ? toBusiness[peer]!.first! : toBusiness[peer]!.removeFirst()
+            apply(business.receive(message, from: peer, at: now))
+        }
+    }
+
+    /// The ledger answers one execution or look-up, truthfully or (for executions) with a lost answer.
+    mutating func ledgerAnswers(definitively: Bool = false) {
+        if let (id, acceptance) = executing.randomElement(using: &random) {
+            executing[id] = nil
+            let receipt = Fixture.receipt(for: acceptance)
+            switch definitively ? 0 : Int.random(in: 0..<4, using: &random) {
+            case 0: executedInTruth[id] = receipt; apply(business.ledgerAnswered(id, .executed(receipt), at: now))
+            case 1: apply(business.ledgerAnswered(id, .notExecuted(PaymentError(.insufficientFunds)), at: now))
+            default:
+                if Bool.random(using: &random) { executedInTruth[id] = receipt }
+                apply(business.ledgerAnswered(id, .unknown("timeout"), at: now))
+            }
+        } else if let id = lookingUp.randomElement(using: &random) {
+            lookingUp.remove(id)
+            if !definitively && Bool.random(using: &random) {
+                apply(business.ledgerAnswered(id, .unknown("still unreachable"), at: now))
+            } else if let receipt = executedInTruth[id] {
+                apply(business.ledgerAnswered(id, .executed(receipt), at: now))
+            } else {
+                apply(business.ledgerAnswered(id, .notExecuted(PaymentError(.ledgerError)), at: now))
+            }
+        }
+    }
+
+    mutating func advance(_ milliseconds: UInt64) {
+        now = now.adding(milliseconds: milliseconds)
+        apply(business.tick(at: now))
+        for peer in connected.sorted() { apply(customers[peer]!.tick(at: now), of: peer) }
+    }
+
+    /// Runs a random schedule, then lets everything in flight settle and time pass every expiry.
+    mutating func run(steps: Int) {
+        connect()
+        openRequest()
+        for _ in 0..<steps {
+            let peer = PeerID(UInt64.random(in: 1...UInt64(maximumCustomers), using: &random))
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<10: connect()
+            case 10..<14: disconnect(peer)
+            case 14..<18: openRequest()
+            case 18..<20: businessCancels()
+            case 20..<40: customerActs(peer)
+            case 40..<80: deliver()
+            case 80..<90: ledgerAnswers()
+            default: advance(UInt64.random(in: 0...30_000, using: &random))
+            }
+        }
+        settle()
+    }
+
+    mutating func settle() {
+        for _ in 0..<10_000 {
+            if toCustomer.values.contains(where: { !$0.isEmpty }) || toBusiness.values.contains(where: { !$0.isEmpty }) {
+                deliver()
+            } else if !executing.isEmpty || !lookingUp.isEmpty {
+                ledgerAnswers(definitively: true)
+            } else if requests.values.contains(where: { $0.expiresAt > now }) {
+                advance(60_000)
+            } else {
+                return
+            }
+        }
+    }
+
+    // MARK: Plumbing
+
+    func openPayments(of peer: PeerID) -> [PaymentRequest] {
+        var open: [PaymentID: PaymentRequest] = [:]
+        for event in customerEvents[peer] ?? [] {
+            if case .receivedPayment(_, let request) = event { open[request.paymentID] = request }
+            if let ended = event.terminalPayment { open[ended] = nil }
+        }
+        return open.values.sorted { $0.paymentID.bytes.lexicographicallyPrecedes($1.paymentID.bytes) }
+    }
+
+    mutating func apply(_ actions: [BusinessAction]) {
+        for action in actions {
+            switch action {
+            case .emit(let event): businessEvents.append(event)
+            case .send(let peer, let message): if connected.contains(peer) { toCustomer[peer, default: []].append(message) }
+            case .execute(_, let acceptance):
+                executions[acceptance.paymentID, default: 0] += 1
+                executing[acceptance.paymentID] = acceptance
+            case .lookUpStatus(let id): lookingUp.insert(id)
+            }
+        }
+    }
+
+    mutating func apply(_ actions: [CustomerAction], of peer: PeerID) {
+        for action in actions {
+            switch action {
+            case .emit(let event): customerEvents[peer, default: []].append(event)
+            case .send(_, let message): if connected.contains(peer) { toBusiness[peer, default: []].append(message) }
+            case .sendAcceptance(_, let request, let terms):
+                let acceptance = Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
+                if connected.contains(peer) { toBusiness[peer, default: []].append(.paymentAcceptance(acceptance)) }
+            case .disconnect:
+                machineDisconnects.append(peer)
+                disconnect(peer)
+            case .stopAdvertising: break
+            }
+        }
+    }
+}
+
+extension PaymentID {
+    static func random(using generator: inout SplitMix64) -> PaymentID {
+        try! PaymentID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+}
+
+/// SplitMix64: a small seeded generator, so a failing scenario can be replayed from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
