@@ -1,0 +1,103 @@
+import BlepayProtocol
+
+/// Runs a `BusinessMachine` against a transport and a ledger: the business's side of blepay as an app uses it.
+/// Everything the machine decides happens here; nothing is decided here.
+public actor BusinessDriver {
+    public struct Merchant: Sendable {
+        public let id: String
+        public let name: String
+        public init(id: String, name: String) {
+            self.id = id
+            self.name = name
+        }
+    }
+
+    private var machine: BusinessMachine
+    private let transport: any PaymentTransport
+    private let ledger: any PaymentLedger
+    private let signer: any RequestSigner
+    private let merchant: Merchant
+    private let clock: @Sendable () -> Timestamp
+    /// Pause between status look-ups while an outcome stays unknown.
+    private let lookUpInterval: Duration
+    private let continuation: AsyncStream<BusinessEvent>.Continuation
+    public nonisolated let events: AsyncStream<BusinessEvent>
+
+    public init(
+        transport: any PaymentTransport, ledger: any PaymentLedger, signer: any RequestSigner,
+        verifier: any AcceptanceVerifier, merchant: Merchant, lookUpInterval: Duration = .seconds(1),
+        clock: @escaping @Sendable () -> Timestamp
+    ) {
+        machine = BusinessMachine(verifier: verifier)
+        self.transport = transport
+        self.ledger = ledger
+        self.signer = signer
+        self.merchant = merchant
+        self.lookUpInterval = lookUpInterval
+        self.clock = clock
+        (events, continuation) = AsyncStream.makeStream()
+    }
+
+    /// Handles transport events until the transport ends.
+    public func run() async {
+        for await event in transport.events {
+            let now = clock()
+            switch event {
+            case .connected(let peer): perform(machine.connected(peer, at: now))
+            case .received(let peer, let message): perform(machine.receive(message, from: peer, at: now))
+            case .disconnected(let peer): machine.disconnected(peer)
+            }
+        }
+        continuation.finish()
+    }
+
+    /// Opens a request for `amount`, offered to every connected customer until paid, cancelled or expired.
+    public func request(amount: Money, reference: String?, lifetimeMilliseconds: UInt64 = 120_000)
+        throws(PaymentError) -> PaymentID
+    {
+        let now = clock()
+        let draft: PaymentRequest
+        do {
+            draft = try PaymentRequest(
+                paymentID: .random(), amount: amount, reference: reference, merchantID: merchant.id,
+                merchantName: merchant.name, createdAt: now, expiresAt: now.adding(milliseconds: lifetimeMilliseconds),
+                businessOnline: true, signature: Signature64(Array(repeating: 0, count: 64)))
+        } catch {
+            throw PaymentError(.protocolViolation, error.message)
+        }
+        let request = try signer.sign(draft)
+        perform(try machine.request(request, at: now))
+        return request.paymentID
+    }
+
+    public func cancel(_ paymentID: PaymentID) throws(PaymentError) { perform(try machine.cancel(paymentID)) }
+
+    /// Expires what is due; call it periodically (about once a second).
+    public func tick() { perform(machine.tick(at: clock())) }
+
+    private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
+        perform(machine.ledgerAnswered(id, outcome, at: clock()))
+    }
+
+    private func perform(_ actions: [BusinessAction]) {
+        for action in actions {
+            switch action {
+            case .emit(let event):
+                continuation.yield(event)
+                switch event {
+                case .cancelled(let id), .expired(let id): Task { await ledger.cancel(id) }
+                default: break
+                }
+            case .send(let peer, let message):
+                transport.send(message, to: peer)
+            case .execute(let request, let acceptance):
+                Task { await ledgerAnswered(request.paymentID, await ledger.execute(request, acceptance)) }
+            case .lookUpStatus(let id):
+                Task {
+                    try? await Task.sleep(for: lookUpInterval)
+                    await ledgerAnswered(id, await ledger.status(of: id))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import BlepayProtocol
+import Synchronization
+
+/// A ledger in memory for the unit-test tier: executes each payment id at most once (a repeated `execute` answers
+/// with the first outcome), and can be told how to answer, including with a lost answer.
+public final class InMemoryLedger: PaymentLedger {
+    /// How to answer an execution: the default executes it.
+    public enum Behaviour: Sendable {
+        case execute
+        case refuse(PaymentErrorCode)
+        /// Executes it but the answer is lost: the caller sees `unknown` and must look it up.
+        case executeAndLoseAnswer
+    }
+
+    private let state = Mutex<(executed: [PaymentID: Receipt], cancelled: Set<PaymentID>, executions: Int)>(([:], [], 0))
+    private let behaviour: @Sendable (PaymentAcceptance) -> Behaviour
+
+    public init(behaviour: @escaping @Sendable (PaymentAcceptance) -> Behaviour = { _ in .execute }) {
+        self.behaviour = behaviour
+    }
+
+    /// Times `execute` was called, and the payments executed: the tests' view of money moved.
+    public var executionCount: Int { state.withLock { $0.executions } }
+    public var executed: [PaymentID: Receipt] { state.withLock { $0.executed } }
+    public var cancelled: Set<PaymentID> { state.withLock { $0.cancelled } }
+
+    public func execute(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> LedgerOutcome {
+        let id = request.paymentID
+        let behaviour = behaviour(acceptance)
+        return state.withLock { state in
+            state.executions += 1
+            if let receipt = state.executed[id] { return .executed(receipt) }
+            guard !state.cancelled.contains(id) else { return .notExecuted(PaymentError(.notFound, "cancelled")) }
+            switch behaviour {
+            case .refuse(let code): return .notExecuted(PaymentError(code))
+            case .execute, .executeAndLoseAnswer:
+                let receipt = try! Receipt(
+                    paymentID: id, status: .settled, transactionID: "tx-\(state.executed.count + 1)",
+                    amount: acceptance.amount, tipMinorUnits: acceptance.tipMinorUnits, issuedAt: acceptance.createdAt,
+                    ledgerSignature: Signature64(Array(repeating: 0, count: 64)))
+                state.executed[id] = receipt
+                if case .executeAndLoseAnswer = behaviour { return .unknown("the answer was lost") }
+                return .executed(receipt)
+            }
+        }
+    }
+
+    public func status(of paymentID: PaymentID) async -> LedgerOutcome {
+        state.withLock { state in
+            state.executed[paymentID].map { .executed($0) } ?? .notExecuted(PaymentError(.notFound))
+        }
+    }
+
+    public func cancel(_ paymentID: PaymentID) async { _ = state.withLock { $0.cancelled.insert(paymentID) } }
+}

@@ -1,0 +1,127 @@
+import BlepayProtocol
+import Synchronization
+
+/// A business and any number of customers joined by in-memory links that carry each message's encoding, in order,
+/// with the faults a radio link has: delay, loss, duplication, and disconnection. The unit-test tier's transport.
+public final class InMemoryNetwork: Sendable {
+    public struct Faults: Sendable {
+        /// Added to every delivery.
+        public var delay: Duration
+        /// Probability that a message is lost.
+        public var dropRate: Double
+        /// Probability that a message arrives twice.
+        public var duplicateRate: Double
+
+        public init(delay: Duration = .zero, dropRate: Double = 0, duplicateRate: Double = 0) {
+            self.delay = delay
+            self.dropRate = dropRate
+            self.duplicateRate = duplicateRate
+        }
+
+        public static let none = Faults()
+    }
+
+    struct Link: Sendable {
+        let toCustomer: AsyncStream<[UInt8]>.Continuation
+        let toBusiness: AsyncStream<[UInt8]>.Continuation
+        let customer: Endpoint
+    }
+
+    private let faults: Faults
+    private let state = Mutex<(links: [PeerID: Link], next: UInt64, random: SplitMix64)>(([:], 1, SplitMix64(seed: 0)))
+    /// The business's end: one transport for all its customers.
+    public let business = Endpoint()
+
+    public init(faults: Faults = .none, seed: UInt64 = 0) {
+        self.faults = faults
+        state.withLock { $0.random = SplitMix64(seed: seed) }
+    }
+
+    /// A customer comes into range and connects: returns its end of the link and the link's id (both ends use it).
+    public func connectCustomer() -> (transport: Endpoint, peer: PeerID) {
+        let customer = Endpoint()
+        let peer = state.withLock { state in
+            defer { state.next += 1 }
+            return PeerID(state.next)
+        }
+        let toCustomer = deliveries(to: customer, from: peer)
+        let toBusiness = deliveries(to: business, from: peer)
+        customer.network = self
+        business.network = self
+        state.withLock { $0.links[peer] = Link(toCustomer: toCustomer, toBusiness: toBusiness, customer: customer) }
+        business.continuation.yield(.connected(peer))
+        customer.continuation.yield(.connected(peer))
+        return (customer, peer)
+    }
+
+    /// The link drops: both ends see `disconnected`; messages in flight are lost.
+    public func cut(_ peer: PeerID) {
+        guard let link = state.withLock({ $0.links.removeValue(forKey: peer) }) else { return }
+        link.toCustomer.finish()
+        link.toBusiness.finish()
+        business.continuation.yield(.disconnected(peer))
+        link.customer.continuation.yield(.disconnected(peer))
+    }
+
+    /// Cuts every link and ends every endpoint's events: drivers' run loops return.
+    public func shutdown() {
+        let links = state.withLock { state in
+            defer { state.links = [:] }
+            return state.links
+        }
+        for (peer, link) in links.sorted(by: { $0.key < $1.key }) {
+            link.toCustomer.finish()
+            link.toBusiness.finish()
+            business.continuation.yield(.disconnected(peer))
+            link.customer.continuation.finish()
+        }
+        business.continuation.finish()
+    }
+
+    /// Shuts the network down after `timeout` unless the returned task is cancelled first: a test that would
+    /// otherwise wait forever sees its event streams end instead.
+    public func watchdog(after timeout: Duration) -> Task<Void, Never> {
+        Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            self?.shutdown()
+        }
+    }
+
+    func send(_ message: Message, to peer: PeerID, from endpoint: Endpoint) {
+        let (link, copies) = state.withLock { state -> (Link?, Int) in
+            let roll = Double.random(in: 0..<1, using: &state.random)
+            let copies = roll < faults.dropRate ? 0 : roll < faults.dropRate + faults.duplicateRate ? 2 : 1
+            return (state.links[peer], copies)
+        }
+        guard let link else { return }
+        let bytes = message.encoded
+        for _ in 0..<copies { (endpoint === business ? link.toCustomer : link.toBusiness).yield(bytes) }
+    }
+
+    /// One task per direction keeps the link's order while delaying each delivery.
+    private func deliveries(to receiver: Endpoint, from peer: PeerID) -> AsyncStream<[UInt8]>.Continuation {
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let delay = faults.delay
+        Task {
+            for await bytes in stream {
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                guard let message = try? Message(encoded: bytes) else { continue }
+                receiver.continuation.yield(.received(peer, message))
+            }
+        }
+        return continuation
+    }
+
+    /// One end of the network, as a `PaymentTransport`.
+    public final class Endpoint: PaymentTransport, @unchecked Sendable {
+        // Set once, before any message flows, by `connectCustomer`.
+        fileprivate weak var network: InMemoryNetwork?
+        public let events: AsyncStream<TransportEvent>
+        fileprivate let continuation: AsyncStream<TransportEvent>.Continuation
+
+        init() { (events, continuation) = AsyncStream.makeStream() }
+
+        public func send(_ message: Message, to peer: PeerID) { network?.send(message, to: peer, from: self) }
+        public func disconnect(_ peer: PeerID) { network?.cut(peer) }
+    }
+}

@@ -1,0 +1,83 @@
+import BlepayPayments
+import BlepayProtocol
+import Testing
+
+/// The drivers end to end over the in-memory network and ledger, with the link's faults.
+@Suite struct InMemoryTests {
+    @Test func oneOfTwentyPaysAndNineteenHearOtherPaidForEveryPayment() async throws {
+        let scenario = BroadcastScenario(customers: 20)
+        let watchdog = scenario.network.watchdog(after: .seconds(20))
+        defer { watchdog.cancel() }
+        for round in 1...3 {
+            let outcome = try await scenario.pay(minorUnits: UInt64(round) * 1000)
+            #expect(outcome.otherPaid == 19)
+            #expect(outcome.receipt.amount.minorUnits == UInt64(round) * 1000)
+        }
+        #expect(scenario.ledger.executionCount == 3)
+        #expect(scenario.ledger.executed.count == 3)
+    }
+
+    @Test func duplicatedAndDelayedMessagesChangeNothing() async throws {
+        let scenario = BroadcastScenario(
+            customers: 5, faults: .init(delay: .milliseconds(1), dropRate: 0, duplicateRate: 0.5))
+        let watchdog = scenario.network.watchdog(after: .seconds(20))
+        defer { watchdog.cancel() }
+        let outcome = try await scenario.pay()
+        #expect(outcome.otherPaid == 4)
+        #expect(scenario.ledger.executionCount == 1)
+    }
+
+    @Test func aLostLedgerAnswerIsLookedUpAndTheCustomerLeavingMidFlowLearnsItIsUnknown() async throws {
+        let network = InMemoryNetwork()
+        let watchdog = network.watchdog(after: .seconds(20))
+        defer { watchdog.cancel() }
+        let ledger = InMemoryLedger { _ in .executeAndLoseAnswer }
+        let business = BusinessDriver(
+            transport: network.business, ledger: ledger, signer: PassThrough(), verifier: Verifier(),
+            merchant: .init(id: "m_1", name: "Shop"), lookUpInterval: .milliseconds(1), clock: { Fixture.t0 })
+        let (transport, peer) = network.connectCustomer()
+        let customer = CustomerDriver(transport: transport, signer: PassThrough(), clock: { Fixture.t0 })
+        Task { await business.run() }
+        Task { await customer.run() }
+        var customerEvents = customer.events.makeAsyncIterator()
+        var businessEvents = business.events.makeAsyncIterator()
+
+        let id = try await business.request(amount: Fixture.money(990), reference: "table 4")
+        let received = await customerEvents.next()
+        guard case .receivedPayment(peer, let request)? = received else {
+            Issue.record("expected receivedPayment, got \(String(describing: received))")
+            return
+        }
+        #expect(request.paymentID == id && request.reference == "table 4")
+        try await customer.accept(id, from: peer, amount: request.amount, instrumentID: "card-1", delegatedInstrument: false)
+
+        var seen: [BusinessEvent] = []
+        while seen.count < 4, let event = await businessEvents.next() {
+            seen.append(event)
+            if case .outcomePending = event { network.cut(peer) }  // the customer walks away meanwhile
+        }
+        #expect(seen.count == 4)
+        #expect(seen[0] == .offered(id, peer))
+        #expect(seen[2] == .outcomePending(id))
+        guard case .finished(id, peer, let receipt) = seen[3] else {
+            Issue.record("expected finished after the look-up, got \(seen)")
+            return
+        }
+        #expect(receipt.amount == Fixture.money(990))
+        #expect(ledger.executionCount == 1)
+        let last = [await customerEvents.next(), await customerEvents.next()]
+        guard case .error(peer, id, let error)?? = last.first else {
+            Issue.record("expected the customer's outcome-unknown, got \(last)")
+            return
+        }
+        #expect(error.code == .outcomeUnknown)
+        #expect(last[1] == .disconnected(peer))
+    }
+}
+
+struct PassThrough: RequestSigner, AcceptanceSigner {
+    func sign(_ request: PaymentRequest) -> PaymentRequest { request }
+    func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, peer: PeerID) -> PaymentAcceptance {
+        Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
+    }
+}
