@@ -61,7 +61,7 @@ let package = Package(
             dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Customer and business payment state machines, the error taxonomy and the transport and ledger
-        // boundaries. Pure: no I/O, clock injected.
+        // boundaries, drivers and in-memory doubles. No I/O; clock injected.
         .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),

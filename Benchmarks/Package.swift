@@ -23,6 +23,15 @@ let package = Package(
             path: "Benchmarks/ProtocolBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "PaymentsBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "BlepayPayments", package: blepay.lastPathComponent),
+            ],
+            path: "Benchmarks/PaymentsBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,25 @@
+import Benchmark
+import BlepayPayments
+
+/// One request offered to 20 in-memory customers, accepted by one, the other 19 told `otherPaid`: the drivers,
+/// machines, codec and in-memory links without a radio, as the baseline for the same figure over BLE.
+let benchmarks: @Sendable () -> Void = {
+    Benchmark(
+        "business-broadcast-20",
+        configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
+    ) { benchmark in
+        let scenario = BroadcastScenario(customers: 20)
+        // Connecting the customers is set-up; the payment is what is measured.
+        _ = try await scenario.pay()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let outcome = try await scenario.pay()
+            guard outcome.otherPaid == 19 else { throw WrongOutcome(otherPaid: outcome.otherPaid) }
+        }
+        benchmark.stopMeasurement()
+    }
+}
+
+struct WrongOutcome: Error {
+    let otherPaid: Int
+}
