@@ -21,6 +21,8 @@ public struct CustomerMachine: Sendable {
 
     public private(set) var isReceiving = false
     private var peers: [PeerID: [PaymentID: Payment]] = [:]
+    /// Payments the customer declined, with their expiry: not shown again, even over a new connection.
+    private var declined: [PaymentID: Timestamp] = [:]
 
     public init() {}
 
@@ -39,7 +41,8 @@ public struct CustomerMachine: Sendable {
         switch message {
         case .paymentRequest(let request):
             // A repeated, re-offered (after our cancel) or already expired request is not shown again.
-            guard peers[peer]![request.paymentID] == nil, now < request.expiresAt else { return [] }
+            guard peers[peer]![request.paymentID] == nil, declined[request.paymentID] == nil, now < request.expiresAt
+            else { return [] }
             peers[peer]![request.paymentID] = Payment(request: request, phase: .shown)
             return [.emit(.receivedPayment(peer, request))]
         case .cancelPayment(let cancel):
@@ -82,10 +85,11 @@ public struct CustomerMachine: Sendable {
         return [.sendAcceptance(peer, payment.request, terms)]
     }
 
-    /// The customer declines a shown payment; this business's request is not shown again on this connection.
+    /// The customer declines a shown payment; it is not shown again, on this connection or another.
     public mutating func cancel(_ paymentID: PaymentID, from peer: PeerID) throws(PaymentError) -> [CustomerAction] {
-        _ = try shown(paymentID, of: peer)
+        let payment = try shown(paymentID, of: peer)
         peers[peer]![paymentID]!.phase = .ended
+        declined[paymentID] = payment.request.expiresAt
         return [
             .send(peer, .cancelPayment(CancelPayment(paymentID: paymentID, reason: .userCancelled))),
             .emit(.cancelled(peer, paymentID, by: .customer)),
@@ -95,6 +99,7 @@ public struct CustomerMachine: Sendable {
     /// Shown payments whose request expired end with `error(expired)`. Accepted ones wait for the business's
     /// verdict: the ledger, not the clock, decides those.
     public mutating func tick(at now: Timestamp) -> [CustomerAction] {
+        declined = declined.filter { now < $0.value }
         var actions: [CustomerAction] = []
         for peer in peers.keys.sorted() {
             for (id, payment) in peers[peer]!.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })

@@ -47,6 +47,9 @@ import Testing
             .emit(.cancelled(p1, r.paymentID, by: .customer)),
         ])
         #expect(m.receive(.paymentRequest(r), from: p1, at: Fixture.t0).isEmpty)
+        // Nor over a new connection to the same business.
+        _ = m.connected(p2)
+        #expect(m.receive(.paymentRequest(r), from: p2, at: Fixture.t0).isEmpty)
         #expect(paymentError { _ = try m.accept(r.paymentID, from: p1, amount: r.amount, terms: Fixture.terms()) } == .notFound)
         #expect(paymentError { _ = try m.cancel(r.paymentID, from: p1) } == .notFound)
     }

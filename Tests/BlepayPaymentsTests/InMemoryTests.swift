@@ -27,6 +27,29 @@ import Testing
         #expect(scenario.ledger.executionCount == 1)
     }
 
+    @Test func theNetworkLosesDuplicatesAndCutsAsConfigured() async throws {
+        for (faults, copies) in [(InMemoryNetwork.Faults(dropRate: 1), 0), (.init(duplicateRate: 1), 2), (.none, 1)] {
+            let network = InMemoryNetwork(faults: faults)
+            let (customer, peer) = network.connectCustomer()
+            var events = customer.events.makeAsyncIterator()
+            #expect(await events.next() == .connected(peer))
+            let message = Message.otherPaid(OtherPaid(paymentID: Fixture.id(1)))
+            network.business.send(message, to: peer)
+            network.business.send(.otherPaid(OtherPaid(paymentID: Fixture.id(2))), to: peer)
+            network.cut(peer)
+            var received: [TransportEvent] = []
+            while let event = await events.next() {
+                received.append(event)
+                if event == .disconnected(peer) { break }
+            }
+            // What was sent before the cut arrives first, in order, as often as the faults say; then the cut.
+            let second = TransportEvent.received(peer, .otherPaid(OtherPaid(paymentID: Fixture.id(2))))
+            let first = TransportEvent.received(peer, message)
+            #expect(received == Array(repeating: first, count: copies) + Array(repeating: second, count: copies)
+                + [.disconnected(peer)])
+        }
+    }
+
     @Test func aLostLedgerAnswerIsLookedUpAndTheCustomerLeavingMidFlowLearnsItIsUnknown() async throws {
         let network = InMemoryNetwork()
         let watchdog = network.watchdog(after: .seconds(20))

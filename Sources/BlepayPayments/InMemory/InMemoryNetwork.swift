@@ -21,9 +21,15 @@ public final class InMemoryNetwork: Sendable {
         public static let none = Faults()
     }
 
+    /// What travels one direction of a link: encodings, then the close, so the end sees nothing after it.
+    enum Delivery: Sendable {
+        case message([UInt8])
+        case close
+    }
+
     struct Link: Sendable {
-        let toCustomer: AsyncStream<[UInt8]>.Continuation
-        let toBusiness: AsyncStream<[UInt8]>.Continuation
+        let toCustomer: AsyncStream<Delivery>.Continuation
+        let toBusiness: AsyncStream<Delivery>.Continuation
         let customer: Endpoint
     }
 
@@ -54,13 +60,18 @@ public final class InMemoryNetwork: Sendable {
         return (customer, peer)
     }
 
-    /// The link drops: both ends see `disconnected`; messages in flight are lost.
+    /// The link drops: nothing more can be sent on it, and each end sees `disconnected` after what was already
+    /// on its way.
     public func cut(_ peer: PeerID) {
         guard let link = state.withLock({ $0.links.removeValue(forKey: peer) }) else { return }
-        link.toCustomer.finish()
-        link.toBusiness.finish()
-        business.continuation.yield(.disconnected(peer))
-        link.customer.continuation.yield(.disconnected(peer))
+        close(link)
+    }
+
+    private func close(_ link: Link) {
+        for direction in [link.toCustomer, link.toBusiness] {
+            direction.yield(.close)
+            direction.finish()
+        }
     }
 
     /// Cuts every link and ends every endpoint's events: drivers' run loops return.
@@ -69,10 +80,8 @@ public final class InMemoryNetwork: Sendable {
             defer { state.links = [:] }
             return state.links
         }
-        for (peer, link) in links.sorted(by: { $0.key < $1.key }) {
-            link.toCustomer.finish()
-            link.toBusiness.finish()
-            business.continuation.yield(.disconnected(peer))
+        for link in links.values {
+            close(link)
             link.customer.continuation.finish()
         }
         business.continuation.finish()
@@ -95,15 +104,19 @@ public final class InMemoryNetwork: Sendable {
         }
         guard let link else { return }
         let bytes = message.encoded
-        for _ in 0..<copies { (endpoint === business ? link.toCustomer : link.toBusiness).yield(bytes) }
+        for _ in 0..<copies { (endpoint === business ? link.toCustomer : link.toBusiness).yield(.message(bytes)) }
     }
 
     /// One task per direction keeps the link's order while delaying each delivery.
-    private func deliveries(to receiver: Endpoint, from peer: PeerID) -> AsyncStream<[UInt8]>.Continuation {
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+    private func deliveries(to receiver: Endpoint, from peer: PeerID) -> AsyncStream<Delivery>.Continuation {
+        let (stream, continuation) = AsyncStream<Delivery>.makeStream()
         let delay = faults.delay
         Task {
-            for await bytes in stream {
+            for await delivery in stream {
+                guard case .message(let bytes) = delivery else {
+                    receiver.continuation.yield(.disconnected(peer))
+                    return
+                }
                 if delay > .zero { try? await Task.sleep(for: delay) }
                 guard let message = try? Message(encoded: bytes) else { continue }
                 receiver.continuation.yield(.received(peer, message))
