@@ -9,7 +9,8 @@ public struct BusinessMachine: Sendable {
         case open
         /// `pending`: the ledger's answer was unknown and a status look-up is under way.
         case executing(winner: PeerID, acceptance: PaymentAcceptance, pending: Bool)
-        case ended
+        /// `reason`: what a late acceptance is told (`already-paid`, `user-cancelled`, `expired`, or the refusal).
+        case ended(reason: PaymentErrorCode)
     }
 
     struct Payment: Sendable {
@@ -57,7 +58,7 @@ public struct BusinessMachine: Sendable {
     public mutating func cancel(_ id: PaymentID) throws(PaymentError) -> [BusinessAction] {
         guard let payment = payments[id] else { throw PaymentError(.notFound) }
         switch payment.phase {
-        case .open: return close(id, telling: .cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled)),
+        case .open: return close(id, .userCancelled, telling: .cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled)),
             event: .cancelled(id))
         case .executing: throw PaymentError(.alreadyPaid, "the payment is being executed")
         case .ended: throw PaymentError(.notFound, "the payment has ended")
@@ -91,12 +92,12 @@ public struct BusinessMachine: Sendable {
         case .executed(let receipt):
             payment.offered.remove(winner)
             payments[id] = payment
-            return close(id, telling: .otherPaid(OtherPaid(paymentID: id)), event: .finished(id, by: winner, receipt))
+            return close(id, .alreadyPaid, telling: .otherPaid(OtherPaid(paymentID: id)), event: .finished(id, by: winner, receipt))
                 .withResult(to: winner, if: peers.contains(winner), .finished(receipt), id)
         case .notExecuted(let error):
             payment.offered.remove(winner)
             payments[id] = payment
-            return close(id, telling: .cancelPayment(CancelPayment(paymentID: id, reason: error.code)),
+            return close(id, error.code, telling: .cancelPayment(CancelPayment(paymentID: id, reason: error.code)),
                 event: .failed(id, by: winner, error))
                 .withResult(to: winner, if: peers.contains(winner), .failed(error.code, detail: nil), id)
         case .unknown:
@@ -111,9 +112,9 @@ public struct BusinessMachine: Sendable {
         var actions: [BusinessAction] = []
         for (id, payment) in payments.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
             if payment.phase == .open, now >= payment.request.expiresAt {
-                actions += close(id, telling: .cancelPayment(CancelPayment(paymentID: id, reason: .expired)),
+                actions += close(id, .expired, telling: .cancelPayment(CancelPayment(paymentID: id, reason: .expired)),
                     event: .expired(id))
-            } else if payment.phase == .ended,
+            } else if case .ended = payment.phase,
                 now >= payment.request.expiresAt.adding(milliseconds: Self.retentionMilliseconds)
             {
                 payments[id] = nil
@@ -143,8 +144,8 @@ public struct BusinessMachine: Sendable {
             return []  // a repeated acceptance: the first one is with the ledger
         case .executing:
             return []  // someone else was first; this customer hears `otherPaid` or the cancellation
-        case .ended:
-            return refuse(id, peer, PaymentError(.notFound, "the payment has ended"))
+        case .ended(let reason):
+            return refuse(id, peer, PaymentError(reason, "the payment has ended"))
         case .open:
             break
         }
@@ -175,10 +176,12 @@ public struct BusinessMachine: Sendable {
     }
 
     /// Ends a payment: every customer still offered it gets `message`.
-    private mutating func close(_ id: PaymentID, telling message: Message, event: BusinessEvent) -> [BusinessAction] {
+    private mutating func close(_ id: PaymentID, _ reason: PaymentErrorCode, telling message: Message, event: BusinessEvent)
+        -> [BusinessAction]
+    {
         let offered = payments[id]!.offered.sorted()
         payments[id]!.offered = []
-        payments[id]!.phase = .ended
+        payments[id]!.phase = .ended(reason: reason)
         return offered.map { .send($0, message) } + [.emit(event)]
     }
 }

@@ -45,7 +45,7 @@ import Testing
         ])
         #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0).isEmpty)
         let late = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p3, at: Fixture.t0)
-        #expect(late.events == [.acceptanceRefused(id, by: p3, PaymentError(.notFound, "the payment has ended"))])
+        #expect(late.events == [.acceptanceRefused(id, by: p3, PaymentError(.alreadyPaid, "the payment has ended"))])
         #expect(late.executions.isEmpty)
     }
 
@@ -103,7 +103,8 @@ import Testing
         #expect(try m.cancel(id) == [.send(p1, cancel), .send(p2, cancel), .emit(.cancelled(id))])
         #expect(paymentError { _ = try m.cancel(id) } == .notFound)
         #expect(paymentError { _ = try m.cancel(Fixture.id(9)) } == .notFound)
-        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).executions.isEmpty)
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).events
+            == [.acceptanceRefused(id, by: p1, PaymentError(.userCancelled, "the payment has ended"))])
         #expect(m.connected(p3, at: Fixture.t0).isEmpty)
     }
 
@@ -131,14 +132,16 @@ import Testing
         #expect(executions == 1)
     }
 
-    @Test func aWinnerWhoLeftStillHasItsPaymentFinished() throws {
-        var m = try open(p1, p2)
+    @Test func customersWhoLeftAreNotWrittenToAndTheWinnersPaymentStillFinishes() throws {
+        var m = try open(p1, p2, p3)
         let a = Fixture.acceptance(of: r)
+        m.disconnected(p2)  // before accepting anything
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p2, at: Fixture.t0).isEmpty)
         _ = m.receive(.paymentAcceptance(a), from: p1, at: Fixture.t0)
-        m.disconnected(p1)
+        m.disconnected(p1)  // after accepting
         let receipt = Fixture.receipt(for: a)
         #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0)
-            == [.send(p2, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p1, receipt))])
+            == [.send(p3, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p1, receipt))])
     }
 
     @Test func openRequestsExpireAndEndedOnesAreForgottenLater() throws {
