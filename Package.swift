@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "Noise", targets: ["Noise"]),
         .library(name: "BlepayProtocol", targets: ["BlepayProtocol"]),
         .library(name: "BlepayPayments", targets: ["BlepayPayments"]),
+        .library(name: "BlepayLedger", targets: ["BlepayLedger"]),
         .executable(name: "blepay-loopback", targets: ["blepay-loopback"]),
     ],
     dependencies: [
@@ -63,16 +64,21 @@ let package = Package(
         // Customer and business payment state machines, the error taxonomy and the transport and ledger
         // boundaries, drivers and in-memory doubles. No I/O; clock injected.
         .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
+        // The reference ledger's domain: instruments, the double-entry journal. Pure.
+        .target(name: "BlepayLedger", dependencies: ["BlepayProtocol"]),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
+        // Seeded randomness and hex for the pure tiers' tests.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport"]),
         .testTarget(
             name: "NoiseTests",
-            dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Noise", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Vectors"]
         ),
-        .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol"], exclude: ["Vectors"]),
+        .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol", "TestSupport"], exclude: ["Vectors"]),
         .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments"]),
+        .testTarget(name: "BlepayLedgerTests", dependencies: ["BlepayLedger", "TestSupport"]),
         .testTarget(name: "RigTests", dependencies: []),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import BlepayProtocol
+import TestSupport
 import Testing
 
 /// Random messages from a seeded generator: every one round-trips. A truncated encoding is rejected or is itself the

@@ -1,5 +1,6 @@
 import BlepayProtocol
 import Foundation
+import TestSupport
 import Testing
 
 /// Fixed sample values: the committed vectors are their encodings.
@@ -55,22 +56,6 @@ enum Sample {
     ]
 }
 
-extension Array where Element == UInt8 {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
-
-    init?(hex: String) {
-        guard hex.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self = bytes
-    }
-}
 
 /// The code of the `ProtocolError` `body` throws, or nil (also for any other error, which no API here throws).
 func protocolError(_ body: () throws -> Void) -> ProtocolError.Code? {
@@ -85,18 +70,5 @@ enum Vectors {
 
     static func load<T: Decodable>(_ name: String, as: T.Type) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(contentsOf: directory.appendingPathComponent(name)))
-    }
-}
-
-/// SplitMix64: a small seeded generator, so a failing random case can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

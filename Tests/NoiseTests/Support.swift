@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TestSupport
 import Noise
 
 /// One published test vector for Noise_XX_25519_ChaChaPoly_SHA256 (cacophony / snow format).
@@ -49,22 +50,5 @@ func noiseError(_ body: () throws -> Void) -> NoiseError.Code? {
         return error.code
     } catch {
         return nil
-    }
-}
-
-extension Array where Element == UInt8 {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
-
-    init?(hex: String) {
-        guard hex.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self = bytes
     }
 }

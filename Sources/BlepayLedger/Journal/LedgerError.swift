@@ -1,0 +1,37 @@
+import BlepayProtocol
+
+/// A refusal by the ledger's books, with a stable code and the payment error it means for a payer.
+public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        case unknownAccount = "ledger.unknown-account"
+        case insufficientFunds = "ledger.insufficient-funds"
+        /// A transfer or hold id used before with other parameters.
+        case idConflict = "ledger.id-conflict"
+        case unknownHold = "ledger.unknown-hold"
+        /// The hold was already posted, voided or expired.
+        case holdNotPending = "ledger.hold-not-pending"
+        case exceedsHold = "ledger.exceeds-hold"
+        case invalidAmount = "ledger.invalid-amount"
+    }
+
+    public let code: Code
+    public let detail: String
+
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+
+    /// The payment error a payer is told.
+    public var paymentErrorCode: PaymentErrorCode {
+        switch code {
+        case .insufficientFunds: .insufficientFunds
+        case .exceedsHold: .limitExceeded
+        case .holdNotPending: .preAuthorizationInvalid
+        case .unknownAccount: .invalidInstrument
+        case .idConflict, .unknownHold, .invalidAmount: .rejected
+        }
+    }
+}
