@@ -1,4 +1,4 @@
-/// The reference ledger's domain, pure and storage-agnostic: instrument validation with field-level errors, and the
-/// double-entry journal (balanced transfers, balances that never go negative, two-phase holds). Storage, the HTTP
-/// API and the client build on it.
+/// The reference ledger's domain, pure and storage-agnostic: instrument validation with field-level errors, the
+/// double-entry journal (balanced transfers, balances that never go negative, two-phase holds), and payments
+/// through their statuses over it. Storage, the HTTP API and the client build on it.
 public enum BlepayLedger {}

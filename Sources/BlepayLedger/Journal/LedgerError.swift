@@ -12,6 +12,14 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case holdNotPending = "ledger.hold-not-pending"
         case exceedsHold = "ledger.exceeds-hold"
         case invalidAmount = "ledger.invalid-amount"
+        // Payments.
+        case expired = "ledger.expired"
+        /// Amount or currency other than the request's.
+        case amountMismatch = "ledger.amount-mismatch"
+        /// An acceptance not signed by the registered device key, or bound to another request.
+        case invalidSignature = "ledger.invalid-signature"
+        /// The payment is not in a status that allows this (already accepted, paid, cancelled or failed).
+        case invalidStatus = "ledger.invalid-status"
     }
 
     public let code: Code
@@ -32,6 +40,10 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .holdNotPending: .preAuthorizationInvalid
         case .unknownAccount: .invalidInstrument
         case .idConflict, .unknownHold, .invalidAmount: .rejected
+        case .expired: .expired
+        case .amountMismatch: .amountMismatch
+        case .invalidSignature: .invalidCredentials
+        case .invalidStatus: .alreadyPaid
         }
     }
 }

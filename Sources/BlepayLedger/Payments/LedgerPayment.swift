@@ -1,0 +1,98 @@
+import BlepayProtocol
+
+/// A payment as the ledger keeps it, through TrueLayer's statuses: created by the business (`authorizationRequired`),
+/// accepted with the customer's signed acceptance (`authorizing`), funds held (`authorized`), the hold posted to the
+/// merchant (`executed`), and final (`settled`); or `failed` with a reason, or `cancelled` before acceptance.
+/// A value type over the journal: each step either completes or changes nothing.
+public struct LedgerPayment: Sendable, Hashable {
+    public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
+        case authorizationRequired = "authorization_required"
+        case authorizing, authorized, executed, settled, failed, cancelled
+    }
+
+    public struct Change: Sendable, Hashable {
+        public let status: Status
+        public let at: Timestamp
+    }
+
+    public let request: PaymentRequest
+    public private(set) var acceptance: PaymentAcceptance?
+    public private(set) var failure: PaymentErrorCode?
+    public private(set) var history: [Change]
+    public var status: Status { history.last!.status }
+
+    /// How long past the request's expiry a hold is kept if execution stalls, before it is released.
+    public static let holdMarginMilliseconds: UInt64 = 15 * 60 * 1000
+
+    public init(request: PaymentRequest, at now: Timestamp) {
+        self.request = request
+        history = [Change(status: .authorizationRequired, at: now)]
+    }
+
+    var holdID: String { "hold:\(request.paymentID)" }
+    var transferID: String { "pay:\(request.paymentID)" }
+
+    /// Takes the customer's acceptance: signed by `deviceKey` (the key registered for the instrument), bound to
+    /// this exact request, for its amount and currency, before expiry. The same acceptance again is a no-op.
+    public mutating func accept(_ acceptance: PaymentAcceptance, deviceKey: Key32, at now: Timestamp) throws(LedgerError) {
+        if acceptance == self.acceptance { return }
+        guard status == .authorizationRequired else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
+        guard now < request.expiresAt else { throw LedgerError(.expired, "the request expired at \(request.expiresAt)") }
+        guard acceptance.paymentID == request.paymentID, acceptance.amount == request.amount else {
+            throw LedgerError(.amountMismatch, "accepted \(acceptance.amount), requested \(request.amount)")
+        }
+        guard acceptance.customerKey == deviceKey, acceptance.requestHash == request.hash,
+            isValidSignature(acceptance.signature, of: acceptance.signingBytes, by: deviceKey)
+        else { throw LedgerError(.invalidSignature, "the acceptance is not the device's, or not for this request") }
+        self.acceptance = acceptance
+        history.append(Change(status: .authorizing, at: now))
+    }
+
+    /// Holds the total (amount and tip) on the customer's account for the merchant. Insufficient funds fail the
+    /// payment; nothing is held.
+    public mutating func authorize(in journal: inout Journal, from customer: AccountID, to merchant: AccountID,
+        at now: Timestamp) throws(LedgerError)
+    {
+        guard status == .authorizing, let acceptance else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
+        do {
+            try journal.hold(id: holdID, from: customer, to: merchant, amount: acceptance.total,
+                expiresAt: request.expiresAt.adding(milliseconds: Self.holdMarginMilliseconds))
+        } catch {
+            fail(error.paymentErrorCode, at: now)
+            throw error
+        }
+        history.append(Change(status: .authorized, at: now))
+    }
+
+    /// Posts the hold to the merchant: executed, and (money between the ledger's own accounts being final at once)
+    /// settled.
+    public mutating func execute(in journal: inout Journal, at now: Timestamp) throws(LedgerError) {
+        guard status == .authorized, let acceptance else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
+        do {
+            try journal.post(hold: holdID, amount: acceptance.total.minorUnits, transferID: transferID, at: now)
+        } catch {
+            fail(error.paymentErrorCode, at: now)
+            throw error
+        }
+        history.append(Change(status: .executed, at: now))
+        history.append(Change(status: .settled, at: now))
+    }
+
+    /// The business withdraws the request; only before it is accepted.
+    public mutating func cancel(at now: Timestamp) throws(LedgerError) {
+        guard status == .authorizationRequired else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
+        history.append(Change(status: .cancelled, at: now))
+    }
+
+    /// Fails a request nobody accepted in time. Returns whether it did.
+    public mutating func expire(at now: Timestamp) -> Bool {
+        guard status == .authorizationRequired, now >= request.expiresAt else { return false }
+        fail(.expired, at: now)
+        return true
+    }
+
+    private mutating func fail(_ code: PaymentErrorCode, at now: Timestamp) {
+        failure = code
+        history.append(Change(status: .failed, at: now))
+    }
+}
