@@ -1,4 +1,5 @@
 import BlepayProtocol
+import TestSupport
 import Testing
 
 /// The handshake, version negotiation, merchant authentication and the transport (`docs/protocol.md` §7): each
@@ -140,5 +141,35 @@ import Testing
             #expect(ProtocolError(code, "").paymentErrorCode == .securityFailure)
         }
         #expect(ProtocolError(.fragmentOutOfOrder, "").paymentErrorCode == .protocolViolation)
+    }
+}
+
+/// Arbitrary bytes at every point of a session end it with a typed error, never a crash or a silent success.
+@Suite struct SessionPropertyTests {
+    @Test func randomRecordsAreRefusedWithTypedErrors() throws {
+        var random = SplitMix64(seed: 42)
+        let (records, _, established) = try Parties.handshake()
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 0...200, using: &random)
+            var body = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+            // Half of the cases start from a real record with bytes flipped, to get past the first checks.
+            let template = records[Int.random(in: 0..<records.count, using: &random)]
+            if Bool.random(using: &random), !template.body.isEmpty {
+                body = template.body
+                body[Int.random(in: 0..<body.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+            }
+            let kind = Record.Kind.allCases.randomElement(using: &random)!
+            let record = Record(kind: kind, body: body)
+            // Handshake 1 is unauthenticated by design (an ephemeral key and the versions offered): a customer may
+            // answer any well-formed one. Everything else must be refused.
+            var customer = Parties.customer()
+            let refused = protocolError { _ = try customer.receive(record, at: Parties.now) } != nil
+            #expect(refused || kind == .handshake1, "customer took \(kind)")
+            var business = try Parties.business()
+            _ = try business.start()
+            #expect(protocolError { _ = try business.receive(record) } != nil, "business took \(kind)")
+            var session = established
+            #expect(protocolError { _ = try session.open(record) } != nil, "session took \(kind)")
+        }
     }
 }
