@@ -14,6 +14,8 @@ public struct AccountID: Sendable, Hashable, Comparable, Codable, CustomStringCo
 public struct Journal: Sendable {
     public enum Kind: String, Sendable, Hashable, Codable {
         case customer, merchant
+        /// Funds set aside for one purpose (a pre-authorization's reserve) until paid out or returned.
+        case escrow
         /// Money's way in and out (card networks, bank transfers): may be negative.
         case external
     }

@@ -70,3 +70,15 @@ extension Receipt {
             tipMinorUnits: tipMinorUnits, issuedAt: issuedAt, ledgerSignature: ledgerKey.sign(signingBytes))
     }
 }
+
+extension PreAuthorizationVoucher {
+    /// The voucher signed by the ledger key whose id it carries.
+    public func signed(by ledgerKey: SigningKey) throws(ProtocolError) -> PreAuthorizationVoucher {
+        guard TrustedLedgerKeys.keyID(of: ledgerKey.publicKey) == ledgerKeyID else {
+            throw ProtocolError(.invalidSignature, "the voucher names another ledger key")
+        }
+        return try PreAuthorizationVoucher(
+            voucherID: voucherID, instrumentID: instrumentID, customerKey: customerKey, limit: limit,
+            issuedAt: issuedAt, expiresAt: expiresAt, ledgerKeyID: ledgerKeyID, signature: ledgerKey.sign(signingBytes))
+    }
+}

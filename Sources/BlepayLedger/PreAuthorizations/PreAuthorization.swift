@@ -1,0 +1,128 @@
+import BlepayProtocol
+
+/// Funds a customer set aside, while online, for payments made while both sides are offline. Issuing moves the limit
+/// from the customer's account into an escrow account of its own and hands out a ledger-signed voucher; each offline
+/// payment, when a side comes back online, is settled from the escrow to the merchant; voiding or expiry returns
+/// what is left. Every payment id settles once; each voucher use (sequence number) pays once.
+public struct PreAuthorization: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable, Codable {
+        case available, voided, expired
+    }
+
+    /// How one offline payment fared at settlement.
+    public enum Settlement: String, Sendable, Hashable, Codable, CaseIterable {
+        case settled
+        /// This payment was settled before: nothing moved again.
+        case alreadySettled = "already_settled"
+        case voucherExceeded = "voucher_exceeded"
+        case voucherExpired = "voucher_expired"
+        case voucherVoided = "voucher_voided"
+        /// The acceptance does not present this voucher.
+        case unknownVoucher = "unknown_voucher"
+        /// A voucher, request or acceptance signature is wrong, or the acceptance is for another request.
+        case badSignature = "bad_signature"
+        case amountMismatch = "amount_mismatch"
+        /// The voucher's use number was already spent on another payment: the customer signed a double spend.
+        case sequenceReused = "sequence_reused"
+    }
+
+    public struct Use: Sendable, Hashable, Codable {
+        public let sequence: UInt32
+        public let total: UInt64
+    }
+
+    /// Offline payments made before expiry may be settled for this long after it; then the rest is returned.
+    public static let settlementGraceMilliseconds: UInt64 = 7 * 24 * 3600 * 1000
+
+    public let voucher: PreAuthorizationVoucher
+    public let customer: AccountID
+    public private(set) var state: State = .available
+    /// Settled payments by payment id.
+    public private(set) var uses: [PaymentID: Use] = [:]
+
+    public var escrow: AccountID { AccountID("escrow:\(voucher.voucherID)") }
+    public var spent: UInt64 { uses.values.reduce(0) { $0 + $1.total } }
+
+    /// Reserves `limit` from the customer's account and signs the voucher for `customerKey` (the device key).
+    public static func issue(
+        id: FixedBytes<Bytes8>, instrumentID: String, customerKey: Key32, customer: AccountID, limit: Money,
+        lifetimeMilliseconds: UInt64, at now: Timestamp, ledgerKey: SigningKey, journal: inout Journal
+    ) throws(LedgerError) -> PreAuthorization {
+        let voucher: PreAuthorizationVoucher
+        do {
+            voucher = try PreAuthorizationVoucher(
+                voucherID: id, instrumentID: instrumentID, customerKey: customerKey, limit: limit, issuedAt: now,
+                expiresAt: now.adding(milliseconds: lifetimeMilliseconds),
+                ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey),
+                signature: Signature64(Array(repeating: 0, count: 64))
+            ).signed(by: ledgerKey)
+        } catch {
+            throw LedgerError(.invalidAmount, error.message)
+        }
+        let preAuthorization = PreAuthorization(voucher: voucher, customer: customer)
+        journal.open(preAuthorization.escrow, kind: .escrow)
+        try journal.transfer(id: "reserve:\(id)", from: customer, to: preAuthorization.escrow, amount: limit)
+        return preAuthorization
+    }
+
+    /// Settles one offline payment: the request signed by `merchantKey`, the acceptance signed by the voucher's
+    /// customer key for exactly that request, presenting this voucher with an unused sequence number, made before
+    /// the voucher expired, and within what is left of the limit.
+    public mutating func settle(
+        _ request: PaymentRequest, _ acceptance: PaymentAcceptance, merchantKey: Key32, merchant: AccountID,
+        ledgerKeys: TrustedLedgerKeys, journal: inout Journal
+    ) -> Settlement {
+        guard let presented = acceptance.preAuthorization, presented.voucher == voucher else { return .unknownVoucher }
+        if let use = uses[acceptance.paymentID] {
+            return use.sequence == presented.sequence && use.total == acceptance.total.minorUnits
+                ? .alreadySettled : .badSignature
+        }
+        guard let ledgerKey = ledgerKeys.key(id: voucher.ledgerKeyID),
+            isValidSignature(voucher.signature, of: voucher.signingBytes, by: ledgerKey),
+            isValidSignature(request.signature, of: request.signingBytes, by: merchantKey),
+            acceptance.customerKey == voucher.customerKey, acceptance.requestHash == request.hash,
+            acceptance.paymentID == request.paymentID,
+            isValidSignature(acceptance.signature, of: acceptance.signingBytes, by: voucher.customerKey)
+        else { return .badSignature }
+        guard acceptance.amount == request.amount, acceptance.amount.currency == voucher.limit.currency else {
+            return .amountMismatch
+        }
+        guard state != .voided else { return .voucherVoided }
+        guard state == .available, acceptance.createdAt < voucher.expiresAt else { return .voucherExpired }
+        guard !uses.values.contains(where: { $0.sequence == presented.sequence }) else { return .sequenceReused }
+        let total = acceptance.total.minorUnits
+        guard spent + total <= voucher.limit.minorUnits else { return .voucherExceeded }
+        do {
+            try journal.transfer(id: "offline:\(acceptance.paymentID)", from: escrow, to: merchant, amount: acceptance.total)
+        } catch {
+            return .voucherExceeded
+        }
+        uses[acceptance.paymentID] = Use(sequence: presented.sequence, total: total)
+        return .settled
+    }
+
+    /// The customer gives up the rest of the reserve; offline payments not yet settled can no longer be.
+    public mutating func void(journal: inout Journal) throws(LedgerError) {
+        guard state == .available else { throw LedgerError(.holdNotPending, "the pre-authorization is \(state.rawValue)") }
+        try release(journal: &journal)
+        state = .voided
+    }
+
+    /// After the voucher's expiry and the settlement grace, returns the rest. Returns whether it did.
+    public mutating func expire(at now: Timestamp, journal: inout Journal) throws(LedgerError) -> Bool {
+        guard state == .available,
+            now >= voucher.expiresAt.adding(milliseconds: Self.settlementGraceMilliseconds)
+        else { return false }
+        try release(journal: &journal)
+        state = .expired
+        return true
+    }
+
+    private func release(journal: inout Journal) throws(LedgerError) {
+        let rest = voucher.limit.minorUnits - spent
+        guard rest > 0 else { return }
+        try journal.transfer(
+            id: "release:\(voucher.voucherID)", from: escrow, to: customer,
+            amount: try! Money(minorUnits: rest, currency: voucher.limit.currency))  // rest ≤ limit: valid
+    }
+}

@@ -1,0 +1,132 @@
+import BlepayLedger
+import BlepayProtocol
+import Testing
+
+@Suite struct PreAuthorizationTests {
+    let t0 = Timestamp(millisecondsSince1970: 1_795_000_000_000)
+    let day: UInt64 = 86_400_000
+    let ledgerKey = try! SigningKey(seed: [UInt8](repeating: 1, count: 32))
+    let merchantKey = try! SigningKey(seed: [UInt8](repeating: 2, count: 32))
+    let deviceKey = try! SigningKey(seed: [UInt8](repeating: 7, count: 32))
+    let alice = AccountID("customer:alice"), cafe = AccountID("merchant:cafe"), world = AccountID("external:cards")
+    let eur = try! Currency("EUR")
+    var ledgerKeys: TrustedLedgerKeys { TrustedLedgerKeys([ledgerKey.publicKey]) }
+
+    func money(_ minor: UInt64) -> Money { try! Money(minorUnits: minor, currency: eur) }
+
+    func issued(id: UInt8 = 1) throws -> (PreAuthorization, Journal) {
+        var journal = Journal()
+        journal.open(world, kind: .external)
+        journal.open(alice, kind: .customer)
+        journal.open(cafe, kind: .merchant)
+        try journal.transfer(id: "top-up", from: world, to: alice, amount: money(20_000))
+        let preAuthorization = try PreAuthorization.issue(
+            id: FixedBytes(Array(repeating: id, count: 8)), instrumentID: "card-1", customerKey: deviceKey.publicKey, customer: alice,
+            limit: money(5_000), lifetimeMilliseconds: day, at: t0, ledgerKey: ledgerKey, journal: &journal)
+        return (preAuthorization, journal)
+    }
+
+    /// An offline payment as a customer signs it: request by the merchant, acceptance presenting the voucher.
+    func offlinePayment(_ n: UInt8, amount: UInt64, sequence: UInt32, voucher: PreAuthorizationVoucher,
+        at created: Timestamp? = nil, signer: SigningKey? = nil) -> (PaymentRequest, PaymentAcceptance)
+    {
+        let created = created ?? t0.adding(milliseconds: 1_000)
+        let request = try! PaymentRequest(
+            paymentID: PaymentID(bytes: Array(repeating: n, count: 16)), amount: money(amount), reference: nil,
+            merchantID: "m_cafe", merchantName: "Café", createdAt: created, expiresAt: created.adding(milliseconds: 60_000),
+            businessOnline: false, signature: Signature64(Array(repeating: 0, count: 64))
+        ).signed(by: merchantKey)
+        let signer = signer ?? deviceKey
+        let acceptance = try! PaymentAcceptance(
+            paymentID: request.paymentID, amount: request.amount, tipMinorUnits: 0, instrumentID: "card-1",
+            delegatedInstrument: false, createdAt: created, requestHash: request.hash,
+            sessionHash: Hash32(Array(repeating: 3, count: 32)), customerKey: signer.publicKey,
+            preAuthorization: PreAuthorizationPresentation(voucher: voucher, sequence: sequence, spentBeforeMinorUnits: 0),
+            signature: Signature64(Array(repeating: 0, count: 64))
+        ).signed(by: signer)
+        return (request, acceptance)
+    }
+
+    @Test func issuingReservesTheLimitAndSignsTheVoucher() throws {
+        let (preAuthorization, journal) = try issued()
+        #expect(journal.balance(of: alice, in: "EUR").posted == 15_000)
+        #expect(journal.balance(of: preAuthorization.escrow, in: "EUR").posted == 5_000)
+        let voucher = preAuthorization.voucher
+        #expect(isValidSignature(voucher.signature, of: voucher.signingBytes, by: ledgerKey.publicKey))
+        #expect(voucher.expiresAt == t0.adding(milliseconds: day))
+        #expect(journal.audit().isEmpty)
+    }
+
+    @Test func offlinePaymentsSettleOnceEachWithinTheLimit() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        func settle(_ payment: (PaymentRequest, PaymentAcceptance)) -> PreAuthorization.Settlement {
+            preAuthorization.settle(payment.0, payment.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+                ledgerKeys: ledgerKeys, journal: &journal)
+        }
+        let first = offlinePayment(1, amount: 3_000, sequence: 1, voucher: voucher)
+        #expect(settle(first) == .settled)
+        #expect(settle(first) == .alreadySettled)
+        #expect(settle(offlinePayment(2, amount: 2_001, sequence: 2, voucher: voucher)) == .voucherExceeded)
+        #expect(settle(offlinePayment(3, amount: 100, sequence: 1, voucher: voucher)) == .sequenceReused)
+        #expect(settle(offlinePayment(4, amount: 2_000, sequence: 2, voucher: voucher)) == .settled)
+        #expect(journal.balance(of: cafe, in: "EUR").posted == 5_000)
+        #expect(journal.balance(of: preAuthorization.escrow, in: "EUR").posted == 0)
+        #expect(preAuthorization.spent == 5_000)
+        #expect(journal.audit().isEmpty)
+    }
+
+    @Test func badSignaturesOtherVouchersAndLatePaymentsAreRefused() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        let stranger = try SigningKey(seed: [UInt8](repeating: 9, count: 32))
+        let forged = offlinePayment(1, amount: 100, sequence: 1, voucher: voucher, signer: stranger)
+        #expect(preAuthorization.settle(forged.0, forged.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .badSignature)
+        let genuine = offlinePayment(2, amount: 100, sequence: 1, voucher: voucher)
+        #expect(preAuthorization.settle(genuine.0, genuine.1, merchantKey: stranger.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .badSignature)
+        let otherRequest = offlinePayment(3, amount: 100, sequence: 1, voucher: voucher).0
+        #expect(preAuthorization.settle(otherRequest, genuine.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .badSignature)
+        #expect(preAuthorization.settle(genuine.0, genuine.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: TrustedLedgerKeys([stranger.publicKey]), journal: &journal) == .badSignature)
+        let (other, _) = try issued(id: 2)
+        let elsewhere = offlinePayment(4, amount: 100, sequence: 1, voucher: other.voucher)
+        #expect(preAuthorization.settle(elsewhere.0, elsewhere.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .unknownVoucher)
+        let late = offlinePayment(5, amount: 100, sequence: 1, voucher: voucher, at: t0.adding(milliseconds: day))
+        #expect(preAuthorization.settle(late.0, late.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .voucherExpired)
+        #expect(journal.balance(of: cafe, in: "EUR").posted == 0)
+    }
+
+    @Test func voidingOrExpiryReturnsTheRestAndEndsSettlement() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        let paid = offlinePayment(1, amount: 1_200, sequence: 1, voucher: voucher)
+        #expect(preAuthorization.settle(paid.0, paid.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .settled)
+        var expiring = preAuthorization
+        var expiringJournal = journal
+        try preAuthorization.void(journal: &journal)
+        #expect(preAuthorization.state == .voided)
+        #expect(journal.balance(of: alice, in: "EUR").posted == 15_000 + 3_800)
+        let after = offlinePayment(2, amount: 100, sequence: 2, voucher: voucher)
+        #expect(preAuthorization.settle(after.0, after.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .voucherVoided)
+        #expect(throws: LedgerError.self) { try preAuthorization.void(journal: &journal) }
+        #expect(journal.audit().isEmpty)
+
+        let graceEnd = voucher.expiresAt.adding(milliseconds: PreAuthorization.settlementGraceMilliseconds)
+        let early = try expiring.expire(at: voucher.expiresAt, journal: &expiringJournal)
+        #expect(!early)
+        // Paid offline before expiry, brought online during the grace period: still settles.
+        #expect(expiring.settle(after.0, after.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &expiringJournal) == .settled)
+        let due = try expiring.expire(at: graceEnd, journal: &expiringJournal)
+        #expect(due && expiring.state == .expired)
+        #expect(expiringJournal.balance(of: alice, in: "EUR").posted == 15_000 + 3_700)
+        #expect(expiringJournal.audit().isEmpty)
+    }
+}
