@@ -19,16 +19,23 @@ public struct BusinessMachine: Sendable {
         /// Connected customers it was sent to who have not ended it.
         var offered: Set<PeerID> = []
         var declined: Set<PeerID> = []
+        /// The winner and its result, kept to answer a repeated acceptance with the same result.
+        var result: (winner: PeerID, message: Message)?
     }
 
     /// How long an ended payment is remembered after it expires, to answer late messages precisely.
     static let retentionMilliseconds: UInt64 = 10 * 60 * 1000
 
     private let verifier: any AcceptanceVerifier
+    /// The largest tip accepted, in percent of the amount: a guard against a mistyped tip.
+    private let maximumTipPercent: UInt64
     private var peers: Set<PeerID> = []
     private var payments: [PaymentID: Payment] = [:]
 
-    public init(verifier: any AcceptanceVerifier) { self.verifier = verifier }
+    public init(verifier: any AcceptanceVerifier, maximumTipPercent: UInt64 = 100) {
+        self.verifier = verifier
+        self.maximumTipPercent = min(maximumTipPercent, 10_000)
+    }
 
     /// A customer connected and completed the handshake: open requests are offered to it.
     public mutating func connected(_ peer: PeerID, at now: Timestamp) -> [BusinessAction] {
@@ -88,23 +95,25 @@ public struct BusinessMachine: Sendable {
     public mutating func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome, at now: Timestamp) -> [BusinessAction] {
         guard var payment = payments[id], case .executing(let winner, let acceptance, let pending) = payment.phase
         else { return [] }
+        let ending: (result: PaymentResult.Outcome, reason: PaymentErrorCode, others: Message, event: BusinessEvent)
         switch outcome {
         case .executed(let receipt):
-            payment.offered.remove(winner)
-            payments[id] = payment
-            return close(id, .alreadyPaid, telling: .otherPaid(OtherPaid(paymentID: id)), event: .finished(id, by: winner, receipt))
-                .withResult(to: winner, if: peers.contains(winner), .finished(receipt), id)
+            ending = (.finished(receipt), .alreadyPaid, .otherPaid(OtherPaid(paymentID: id)), .finished(id, by: winner, receipt))
         case .notExecuted(let error):
-            payment.offered.remove(winner)
-            payments[id] = payment
-            return close(id, error.code, telling: .cancelPayment(CancelPayment(paymentID: id, reason: error.code)),
-                event: .failed(id, by: winner, error))
-                .withResult(to: winner, if: peers.contains(winner), .failed(error.code, detail: nil), id)
+            // The others learn only that the request was withdrawn: why the winner's payment failed is the winner's.
+            ending = (.failed(error.code, detail: nil), .userCancelled,
+                .cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled)), .failed(id, by: winner, error))
         case .unknown:
             payment.phase = .executing(winner: winner, acceptance: acceptance, pending: true)
             payments[id] = payment
             return (pending ? [] : [.emit(.outcomePending(id))]) + [.lookUpStatus(id)]
         }
+        let result = Message.paymentResult(try! PaymentResult(paymentID: id, outcome: ending.result))
+        payment.offered.remove(winner)
+        payment.result = (winner, result)
+        payments[id] = payment
+        let toWinner: [BusinessAction] = peers.contains(winner) ? [.send(winner, result)] : []
+        return toWinner + close(id, ending.reason, telling: ending.others, event: ending.event)
     }
 
     /// Open requests past their expiry end with `expired`; ended ones are forgotten once past retention.
@@ -145,6 +154,8 @@ public struct BusinessMachine: Sendable {
         case .executing:
             return []  // someone else was first; this customer hears `otherPaid` or the cancellation
         case .ended(let reason):
+            // The winner asking again (its result was lost) gets the same result: acceptances are idempotent.
+            if let result = payment.result, result.winner == peer { return [.send(peer, result.message)] }
             return refuse(id, peer, PaymentError(reason, "the payment has ended"))
         case .open:
             break
@@ -158,6 +169,11 @@ public struct BusinessMachine: Sendable {
         guard acceptance.amount == payment.request.amount else {
             payments[id]!.offered.remove(peer)
             return refuse(id, peer, PaymentError(.amountMismatch, "accepted \(acceptance.amount)"), result: true)
+        }
+        // Amounts are at most 10^15 and the percentage at most 10,000: the product fits in 64 bits.
+        guard acceptance.tipMinorUnits <= payment.request.amount.minorUnits * maximumTipPercent / 100 else {
+            payments[id]!.offered.remove(peer)
+            return refuse(id, peer, PaymentError(.amountMismatch, "a tip over \(maximumTipPercent)% of the amount"), result: true)
         }
         if let error = verifier.verify(acceptance, of: payment.request, from: peer) {
             payments[id]!.offered.remove(peer)
@@ -183,15 +199,5 @@ public struct BusinessMachine: Sendable {
         payments[id]!.offered = []
         payments[id]!.phase = .ended(reason: reason)
         return offered.map { .send($0, message) } + [.emit(event)]
-    }
-}
-
-extension [BusinessAction] {
-    /// Prepends the winner's result (if it is still connected) to the actions that close the payment.
-    fileprivate func withResult(to winner: PeerID, if connected: Bool, _ outcome: PaymentResult.Outcome, _ id: PaymentID)
-        -> [BusinessAction]
-    {
-        guard connected else { return self }
-        return [.send(winner, .paymentResult(try! PaymentResult(paymentID: id, outcome: outcome)))] + self
     }
 }

@@ -19,6 +19,9 @@ public struct CustomerMachine: Sendable {
         var phase: Phase
     }
 
+    /// How long after a request's expiry an accepted payment waits for the business's answer.
+    public static let answerGraceMilliseconds: UInt64 = 60_000
+
     public private(set) var isReceiving = false
     private var peers: [PeerID: [PaymentID: Payment]] = [:]
     /// Payments the customer declined, with their expiry: not shown again, even over a new connection.
@@ -46,7 +49,11 @@ public struct CustomerMachine: Sendable {
             peers[peer]![request.paymentID] = Payment(request: request, phase: .shown)
             return [.emit(.receivedPayment(peer, request))]
         case .cancelPayment(let cancel):
-            return end(cancel.paymentID, of: peer, from: [.shown, .accepted], .cancelled(peer, cancel.paymentID, by: .business))
+            // An expiry is one event whichever side's clock noticed it first.
+            let event: CustomerEvent = cancel.reason == .expired
+                ? .error(peer, cancel.paymentID, PaymentError(.expired))
+                : .cancelled(peer, cancel.paymentID, by: .business)
+            return end(cancel.paymentID, of: peer, from: [.shown, .accepted], event)
         case .paymentResult(let result):
             let event: CustomerEvent = switch result.outcome {
             case .finished(let receipt): .finishedPayment(peer, receipt)
@@ -97,17 +104,34 @@ public struct CustomerMachine: Sendable {
     }
 
     /// Shown payments whose request expired end with `error(expired)`. Accepted ones wait for the business's
-    /// verdict: the ledger, not the clock, decides those.
+    /// verdict, since the ledger, not the clock, decides them; but a business silent for `answerGrace` after the
+    /// expiry ends them with `error(outcome-unknown)`, to be looked up by payment id.
     public mutating func tick(at now: Timestamp) -> [CustomerAction] {
         declined = declined.filter { now < $0.value }
         var actions: [CustomerAction] = []
         for peer in peers.keys.sorted() {
-            for (id, payment) in peers[peer]!.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })
-            where payment.phase == .shown && now >= payment.request.expiresAt {
-                actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(.expired)))
+            for (id, payment) in peers[peer]!.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
+                if payment.phase == .shown, now >= payment.request.expiresAt {
+                    actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(.expired)))
+                } else if payment.phase == .accepted,
+                    now >= payment.request.expiresAt.adding(milliseconds: Self.answerGraceMilliseconds)
+                {
+                    actions += end(id, of: peer, from: [.accepted], .error(peer, id, PaymentError(
+                        .outcomeUnknown, "no answer from the business; look the payment up by its id")))
+                }
             }
         }
         return actions
+    }
+
+    /// The driver could not sign an acceptance (no usable device key): the payment ends here with that error, and
+    /// the business is told the customer withdrew.
+    public mutating func acceptanceFailed(_ paymentID: PaymentID, from peer: PeerID, _ error: PaymentError)
+        -> [CustomerAction]
+    {
+        let ended = end(paymentID, of: peer, from: [.accepted], .error(peer, paymentID, error))
+        guard !ended.isEmpty else { return [] }
+        return [.send(peer, .cancelPayment(CancelPayment(paymentID: paymentID, reason: .userCancelled)))] + ended
     }
 
     /// The link closed. Open payments end first: not yet accepted, with `connection-failed`; accepted, with

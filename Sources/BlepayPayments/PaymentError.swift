@@ -11,6 +11,9 @@ public struct PaymentError: Error, Sendable, Hashable, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// The stable name, e.g. `insufficient-funds`.
+    public var name: String { code.name }
+
     /// What a person should read.
     public var summary: String { code.summary }
 

@@ -44,6 +44,9 @@ import Testing
             .emit(.finished(id, by: p2, receipt)),
         ])
         #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0).isEmpty)
+        // The winner asking again (its result lost) gets the same result, not an error.
+        #expect(m.receive(.paymentAcceptance(a2), from: p2, at: Fixture.t0)
+            == [.send(p2, .paymentResult(try PaymentResult(paymentID: id, outcome: .finished(receipt))))])
         let late = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p3, at: Fixture.t0)
         #expect(late.events == [.acceptanceRefused(id, by: p3, PaymentError(.alreadyPaid, "the payment has ended"))])
         #expect(late.executions.isEmpty)
@@ -110,13 +113,28 @@ import Testing
 
     @Test(arguments: [PaymentErrorCode.insufficientFunds, .limitExceeded, .invalidInstrument, .expired, .ledgerOffline])
     func aRefusingLedgerFailsThePaymentForEveryone(code: PaymentErrorCode) throws {
-        var m = try open(p1, p2)
+        var m = try open(p1, p2, p3)
         _ = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0)
+        // Only the winner learns why; the others, that the request was withdrawn, even if they accepted too.
+        _ = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p3, at: Fixture.t0)
+        let withdrawn = Message.cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled))
         #expect(m.ledgerAnswered(id, .notExecuted(PaymentError(code)), at: Fixture.t0) == [
             .send(p1, .paymentResult(try PaymentResult(paymentID: id, outcome: .failed(code, detail: nil)))),
-            .send(p2, .cancelPayment(CancelPayment(paymentID: id, reason: code))),
-            .emit(.failed(id, by: p1, PaymentError(code))),
+            .send(p2, withdrawn), .send(p3, withdrawn), .emit(.failed(id, by: p1, PaymentError(code))),
         ])
+        let late = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p2, at: Fixture.t0)
+        #expect(late.events == [.acceptanceRefused(id, by: p2, PaymentError(.userCancelled, "the payment has ended"))])
+    }
+
+    @Test func tipsAboveTheMerchantsLimitAreRefused() throws {
+        var m = BusinessMachine(verifier: Verifier(), maximumTipPercent: 20)
+        _ = m.connected(p1, at: Fixture.t0)
+        _ = m.connected(p2, at: Fixture.t0)
+        _ = try m.request(r, at: Fixture.t0)
+        let greedy = m.receive(.paymentAcceptance(Fixture.acceptance(of: r, tip: 511)), from: p1, at: Fixture.t0)
+        #expect(greedy.events == [.acceptanceRefused(id, by: p1, PaymentError(.amountMismatch, "a tip over 20% of the amount"))])
+        #expect(greedy.executions.isEmpty)
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r, tip: 510)), from: p2, at: Fixture.t0).executions.count == 1)
     }
 
     @Test func anUnknownOutcomeIsLookedUpNeverExecutedAgain() throws {

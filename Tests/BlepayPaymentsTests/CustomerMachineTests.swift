@@ -117,7 +117,7 @@ import Testing
         #expect(paymentError { _ = try m.cancel(r.paymentID, from: p1) } == .alreadyPaid)
     }
 
-    @Test func aShownPaymentExpiresOnceAndAnAcceptedOneWaitsForTheLedger() throws {
+    @Test func aShownPaymentExpiresOnceAndAnAcceptedOneWaitsForTheBusinessThenForNoOne() throws {
         var m = receiving(p1)
         let r1 = Fixture.request(1), r2 = Fixture.request(2)
         _ = m.receive(.paymentRequest(r1), from: p1, at: Fixture.t0)
@@ -125,7 +125,35 @@ import Testing
         _ = try m.accept(r2.paymentID, from: p1, amount: r2.amount, terms: Fixture.terms())
         #expect(m.tick(at: Fixture.later(Fixture.lifetime - 1)).isEmpty)
         #expect(m.tick(at: r1.expiresAt).events == [.error(p1, r1.paymentID, PaymentError(.expired))])
-        #expect(m.tick(at: Fixture.later(Fixture.lifetime * 2)).isEmpty)
+        let grace = CustomerMachine.answerGraceMilliseconds
+        #expect(m.tick(at: r2.expiresAt.adding(milliseconds: grace - 1)).isEmpty)
+        #expect(m.tick(at: r2.expiresAt.adding(milliseconds: grace)).events.map(\.terminalPayment) == [r2.paymentID])
+        #expect(m.tick(at: r2.expiresAt.adding(milliseconds: grace * 2)).isEmpty)
+        let late = Message.otherPaid(OtherPaid(paymentID: r2.paymentID))
+        #expect(m.receive(late, from: p1, at: r2.expiresAt.adding(milliseconds: grace * 2)).isEmpty)
+    }
+
+    @Test func theBusinessSayingExpiredIsTheSameEventAsTheCustomersClock() throws {
+        var m = receiving(p1)
+        let r = Fixture.request()
+        _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
+        let expired = Message.cancelPayment(CancelPayment(paymentID: r.paymentID, reason: .expired))
+        #expect(m.receive(expired, from: p1, at: r.expiresAt).events == [.error(p1, r.paymentID, PaymentError(.expired))])
+        #expect(m.tick(at: r.expiresAt).isEmpty)
+    }
+
+    @Test func anAcceptanceThatCannotBeSignedEndsThePaymentAndWithdrawsIt() throws {
+        var m = receiving(p1)
+        let r = Fixture.request()
+        _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
+        let noKey = PaymentError(.invalidCredentials, "no device key")
+        #expect(m.acceptanceFailed(r.paymentID, from: p1, noKey).isEmpty)  // not accepted: nothing to undo
+        _ = try m.accept(r.paymentID, from: p1, amount: r.amount, terms: Fixture.terms())
+        #expect(m.acceptanceFailed(r.paymentID, from: p1, noKey) == [
+            .send(p1, .cancelPayment(CancelPayment(paymentID: r.paymentID, reason: .userCancelled))),
+            .emit(.error(p1, r.paymentID, noKey)),
+        ])
+        #expect(m.acceptanceFailed(r.paymentID, from: p1, noKey).isEmpty)
     }
 
     @Test func expiredOrRepeatedRequestsAreNotShown() {

@@ -65,14 +65,14 @@ import Testing
         var customerEvents = customer.events.makeAsyncIterator()
         var businessEvents = business.events.makeAsyncIterator()
 
-        let id = try await business.request(amount: Fixture.money(990), reference: "table 4")
+        let id = try await business.sendPaymentRequest(amount: Fixture.money(990), reference: "table 4")
         let received = await customerEvents.next()
         guard case .receivedPayment(peer, let request)? = received else {
             Issue.record("expected receivedPayment, got \(String(describing: received))")
             return
         }
         #expect(request.paymentID == id && request.reference == "table 4")
-        try await customer.accept(id, from: peer, amount: request.amount, instrumentID: "card-1", delegatedInstrument: false)
+        try await customer.acceptPayment(id, from: peer, amount: request.amount, instrumentID: "card-1", delegatedInstrument: false)
 
         var seen: [BusinessEvent] = []
         while seen.count < 4, let event = await businessEvents.next() {

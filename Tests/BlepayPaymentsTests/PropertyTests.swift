@@ -2,7 +2,8 @@ import BlepayPayments
 import BlepayProtocol
 import Testing
 
-/// Random interleavings of connect, disconnect, accept, cancel, time and ledger outcomes with 1 to 20 customers;
+/// Random interleavings of connect, disconnect, accept, cancel, time, lost and repeated messages, and ledger
+/// outcomes with 1 to 20 customers;
 /// after every scenario the invariants of the payment flow must hold. A failure names its seed.
 @Suite struct PropertyTests {
     static let scenarios = 10_000
@@ -13,8 +14,11 @@ import Testing
             var simulation = Simulation(seed: seed)
             simulation.run(steps: 120)
             let failures = Self.violations(in: simulation, afterStop: false)
-            // Then every customer stops: only `disconnected` may follow, once per connection.
-            for peer in simulation.connected.sorted() { simulation.disconnect(peer) }
+            // Then every connection ends, by the customer's `stopBLE` or the link dropping: only `disconnected` may
+            // follow, once per connection.
+            for peer in simulation.connected.sorted() {
+                if peer.rawValue % 2 == 0 { simulation.stop(peer) } else { simulation.disconnect(peer) }
+            }
             let afterStop = Self.violations(in: simulation, afterStop: true)
             #expect(failures.isEmpty && afterStop.isEmpty, "seed \(seed): \(failures + afterStop)")
             if !(failures.isEmpty && afterStop.isEmpty) { return }

@@ -24,6 +24,7 @@ struct Simulation {
     var businessEvents: [BusinessEvent] = []
     /// Connections a machine closed by itself: none should, as every peer here follows the protocol.
     var machineDisconnects: [PeerID] = []
+    private var stopping = false
     let maximumCustomers: Int
 
     init(seed: UInt64) {
@@ -88,8 +89,13 @@ struct Simulation {
         let links = toCustomer.filter { !$0.value.isEmpty }.map { ($0.key, true) }
             + toBusiness.filter { !$0.value.isEmpty }.map { ($0.key, false) }
         guard let (peer, downstream) = links.randomElement(using: &random) else { return }
-        // Now and then a message arrives twice, as a retried write can.
-        let duplicate = Int.random(in: 0..<20, using: &random) == 0
+        // Now and then a message arrives twice, as a retried write can, or is lost with the link still up.
+        let roll = Int.random(in: 0..<100, using: &random)
+        let duplicate = roll < 5
+        if roll >= 97 {
+            if downstream { toCustomer[peer]!.removeFirst() } else { toBusiness[peer]!.removeFirst() }
+            return
+        }
         if downstream {
             let message = duplicate ? toCustomer[peer]!.first! : toCustomer[peer]!.removeFirst()
             apply(customers[peer]!.receive(message, from: peer, at: now), of: peer)
@@ -121,6 +127,14 @@ struct Simulation {
                 apply(business.ledgerAnswered(id, .notExecuted(PaymentError(.ledgerError)), at: now))
             }
         }
+    }
+
+    /// The customer ends its registration (`stopBLE`).
+    mutating func stop(_ peer: PeerID) {
+        guard connected.contains(peer) else { return }
+        stopping = true
+        apply(customers[peer]!.stop(), of: peer)
+        stopping = false
     }
 
     mutating func advance(_ milliseconds: UInt64) {
@@ -155,7 +169,9 @@ struct Simulation {
                 deliver()
             } else if !executing.isEmpty || !lookingUp.isEmpty {
                 ledgerAnswers(definitively: true)
-            } else if requests.values.contains(where: { $0.expiresAt > now }) {
+            } else if requests.values.contains(where: {
+                $0.expiresAt.adding(milliseconds: CustomerMachine.answerGraceMilliseconds) > now
+            }) {
                 advance(60_000)
             } else {
                 return
@@ -196,7 +212,7 @@ struct Simulation {
                 let acceptance = Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
                 if connected.contains(peer) { toBusiness[peer, default: []].append(.paymentAcceptance(acceptance)) }
             case .disconnect:
-                machineDisconnects.append(peer)
+                if !stopping { machineDisconnects.append(peer) }
                 disconnect(peer)
             case .stopAdvertising: break
             }

@@ -18,17 +18,21 @@ public actor BusinessDriver {
     private let signer: any RequestSigner
     private let merchant: Merchant
     private let clock: @Sendable () -> Timestamp
-    /// Pause between status look-ups while an outcome stays unknown.
+    /// First pause before a status look-up; it doubles, up to 30 s, while the outcome stays unknown.
     private let lookUpInterval: Duration
+    private var lookUps: [PaymentID: Int] = [:]
+    private let tickInterval: Duration
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     public nonisolated let events: AsyncStream<BusinessEvent>
 
     public init(
         transport: any PaymentTransport, ledger: any PaymentLedger, signer: any RequestSigner,
-        verifier: any AcceptanceVerifier, merchant: Merchant, lookUpInterval: Duration = .seconds(1),
+        verifier: any AcceptanceVerifier, merchant: Merchant, maximumTipPercent: UInt64 = 100,
+        lookUpInterval: Duration = .seconds(1), tickInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp
     ) {
-        machine = BusinessMachine(verifier: verifier)
+        machine = BusinessMachine(verifier: verifier, maximumTipPercent: maximumTipPercent)
+        self.tickInterval = tickInterval
         self.transport = transport
         self.ledger = ledger
         self.signer = signer
@@ -38,8 +42,12 @@ public actor BusinessDriver {
         (events, continuation) = AsyncStream.makeStream()
     }
 
-    /// Handles transport events until the transport ends.
+    /// Handles transport events, and expires requests on time, until the transport ends.
     public func run() async {
+        let ticker = Task { [tickInterval] in
+            while (try? await Task.sleep(for: tickInterval)) != nil { tick() }
+        }
+        defer { ticker.cancel() }
         for await event in transport.events {
             let now = clock()
             switch event {
@@ -52,7 +60,7 @@ public actor BusinessDriver {
     }
 
     /// Opens a request for `amount`, offered to every connected customer until paid, cancelled or expired.
-    public func request(amount: Money, reference: String?, lifetimeMilliseconds: UInt64 = 120_000)
+    public func sendPaymentRequest(amount: Money, reference: String?, lifetimeMilliseconds: UInt64 = 120_000)
         throws(PaymentError) -> PaymentID
     {
         let now = clock()
@@ -70,12 +78,13 @@ public actor BusinessDriver {
         return request.paymentID
     }
 
-    public func cancel(_ paymentID: PaymentID) throws(PaymentError) { perform(try machine.cancel(paymentID)) }
+    /// Withdraws an open request from every customer (fire and forget).
+    public func cancelPayment(_ paymentID: PaymentID) throws(PaymentError) { perform(try machine.cancel(paymentID)) }
 
-    /// Expires what is due; call it periodically (about once a second).
-    public func tick() { perform(machine.tick(at: clock())) }
+    private func tick() { perform(machine.tick(at: clock())) }
 
     private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
+        if case .unknown = outcome {} else { lookUps[id] = nil }
         perform(machine.ledgerAnswered(id, outcome, at: clock()))
     }
 
@@ -91,11 +100,18 @@ public actor BusinessDriver {
             case .send(let peer, let message):
                 transport.send(message, to: peer)
             case .execute(let request, let acceptance):
-                Task { await ledgerAnswered(request.paymentID, await ledger.execute(request, acceptance)) }
-            case .lookUpStatus(let id):
                 Task {
-                    try? await Task.sleep(for: lookUpInterval)
-                    await ledgerAnswered(id, await ledger.status(of: id))
+                    let outcome = await ledger.execute(request, acceptance)
+                    ledgerAnswered(request.paymentID, outcome)
+                }
+            case .lookUpStatus(let id):
+                let attempt = lookUps[id, default: 0]
+                lookUps[id] = attempt + 1
+                let pause = min(lookUpInterval * (1 << min(attempt, 16)), .seconds(30))
+                Task {
+                    try? await Task.sleep(for: pause)
+                    let outcome = await ledger.status(of: id)
+                    ledgerAnswered(id, outcome)
                 }
             }
         }

@@ -10,11 +10,13 @@ public actor CustomerDriver {
     private let continuation: AsyncStream<CustomerEvent>.Continuation
     public nonisolated let events: AsyncStream<CustomerEvent>
     private var onStopAdvertising: (@Sendable () -> Void)?
+    private let tickInterval: Duration
 
     public init(
-        transport: any PaymentTransport, signer: any AcceptanceSigner, clock: @escaping @Sendable () -> Timestamp,
-        onStopAdvertising: (@Sendable () -> Void)? = nil
+        transport: any PaymentTransport, signer: any AcceptanceSigner, tickInterval: Duration = .seconds(1),
+        clock: @escaping @Sendable () -> Timestamp, onStopAdvertising: (@Sendable () -> Void)? = nil
     ) {
+        self.tickInterval = tickInterval
         self.transport = transport
         self.signer = signer
         self.clock = clock
@@ -22,9 +24,13 @@ public actor CustomerDriver {
         (events, continuation) = AsyncStream.makeStream()
     }
 
-    /// Starts receiving and handles transport events until the transport ends or `stop`.
+    /// Starts receiving and handles transport events, and expiries on time, until the transport ends or `stopBLE`.
     public func run() async {
         machine.start()
+        let ticker = Task { [tickInterval] in
+            while (try? await Task.sleep(for: tickInterval)) != nil { tick() }
+        }
+        defer { ticker.cancel() }
         for await event in transport.events {
             guard machine.isReceiving else { break }
             switch event {
@@ -36,7 +42,9 @@ public actor CustomerDriver {
         continuation.finish()
     }
 
-    public func accept(_ paymentID: PaymentID, from peer: PeerID, amount: Money, tipMinorUnits: UInt64 = 0,
+    /// Accepts a shown payment with an instrument managed by blepay's ledger (`delegatedInstrument` false) or one
+    /// delegated by the customer's client (true), optionally with a tip on top of `amount`.
+    public func acceptPayment(_ paymentID: PaymentID, from peer: PeerID, amount: Money, tipMinorUnits: UInt64 = 0,
         instrumentID: String, delegatedInstrument: Bool) throws(PaymentError)
     {
         let terms = AcceptanceTerms(
@@ -45,15 +53,16 @@ public actor CustomerDriver {
         perform(try machine.accept(paymentID, from: peer, amount: amount, terms: terms))
     }
 
-    public func cancel(_ paymentID: PaymentID, from peer: PeerID) throws(PaymentError) {
+    /// Declines a shown payment; it is not shown again.
+    public func cancelPayment(_ paymentID: PaymentID, from peer: PeerID) throws(PaymentError) {
         perform(try machine.cancel(paymentID, from: peer))
     }
 
-    /// Ends shown payments whose request expired; call it periodically (about once a second).
-    public func tick() { perform(machine.tick(at: clock())) }
+    private func tick() { perform(machine.tick(at: clock())) }
 
-    /// Ends the registration: every connection closes with `disconnected`, then the event stream finishes.
-    public func stop() {
+    /// Ends the registration: advertising stops, every connection closes with `disconnected`, then the event
+    /// stream finishes.
+    public func stopBLE() {
         perform(machine.stop())
         continuation.finish()
     }
@@ -68,9 +77,7 @@ public actor CustomerDriver {
                     let acceptance = try signer.acceptance(of: request, terms: terms, peer: peer)
                     transport.send(.paymentAcceptance(acceptance), to: peer)
                 } catch {
-                    // Without a signed acceptance the payment cannot go on: end it here with the reason.
-                    perform(machine.receive(.error(try! ErrorMessage(code: error.code, paymentID: request.paymentID,
-                        detail: nil)), from: peer, at: clock()))
+                    perform(machine.acceptanceFailed(request.paymentID, from: peer, error))
                 }
             case .disconnect(let peer): transport.disconnect(peer)
             case .stopAdvertising: onStopAdvertising?()

@@ -59,7 +59,7 @@ public final class BroadcastScenario {
     deinit { tasks.forEach { $0.cancel() } }
 
     public func pay(minorUnits: UInt64 = 2550) async throws -> Outcome {
-        let id = try await business.request(amount: Money(minorUnits: minorUnits, currency: Currency("EUR")), reference: nil)
+        let id = try await business.sendPaymentRequest(amount: Money(minorUnits: minorUnits, currency: Currency("EUR")), reference: nil)
         var received = 0
         while received < customers.count {
             guard case (_, .receivedPayment(_, let request))? = await customerEvents.next() else {
@@ -68,7 +68,7 @@ public final class BroadcastScenario {
             if request.paymentID == id { received += 1 }
         }
         let winner = customers[0]
-        try await winner.driver.accept(
+        try await winner.driver.acceptPayment(
             id, from: winner.peer, amount: Money(minorUnits: minorUnits, currency: Currency("EUR")),
             instrumentID: "card-1", delegatedInstrument: false)
         var otherPaid = 0, winnerFinished = false

@@ -41,19 +41,19 @@ public final class InMemoryNetwork: Sendable {
     public init(faults: Faults = .none, seed: UInt64 = 0) {
         self.faults = faults
         state.withLock { $0.random = SplitMix64(seed: seed) }
+        business.network = self  // before anyone holds the endpoint
     }
 
     /// A customer comes into range and connects: returns its end of the link and the link's id (both ends use it).
     public func connectCustomer() -> (transport: Endpoint, peer: PeerID) {
         let customer = Endpoint()
+        customer.network = self  // before anyone holds the endpoint
         let peer = state.withLock { state in
             defer { state.next += 1 }
             return PeerID(state.next)
         }
         let toCustomer = deliveries(to: customer, from: peer)
         let toBusiness = deliveries(to: business, from: peer)
-        customer.network = self
-        business.network = self
         state.withLock { $0.links[peer] = Link(toCustomer: toCustomer, toBusiness: toBusiness, customer: customer) }
         business.continuation.yield(.connected(peer))
         customer.continuation.yield(.connected(peer))
@@ -127,7 +127,7 @@ public final class InMemoryNetwork: Sendable {
 
     /// One end of the network, as a `PaymentTransport`.
     public final class Endpoint: PaymentTransport, @unchecked Sendable {
-        // Set once, before any message flows, by `connectCustomer`.
+        // Set once, before the endpoint is handed out, and never again.
         fileprivate weak var network: InMemoryNetwork?
         public let events: AsyncStream<TransportEvent>
         fileprivate let continuation: AsyncStream<TransportEvent>.Continuation
