@@ -77,7 +77,7 @@ let package = Package(
             exclude: ["Vectors"]
         ),
         .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol", "TestSupport"], exclude: ["Vectors"]),
-        .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments"]),
+        .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments", "TestSupport"]),
         .testTarget(name: "BlepayLedgerTests", dependencies: ["BlepayLedger", "TestSupport"]),
         .testTarget(name: "RigTests", dependencies: []),
     ],

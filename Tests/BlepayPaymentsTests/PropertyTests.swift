@@ -1,5 +1,6 @@
 import BlepayPayments
 import BlepayProtocol
+import TestSupport
 import Testing
 
 /// Random interleavings of connect, disconnect, accept, cancel, time, lost and repeated messages, and ledger

@@ -1,5 +1,6 @@
 import BlepayPayments
 import BlepayProtocol
+import TestSupport
 
 /// One business and up to 20 customers joined by in-order links, with a ledger that can execute, refuse or leave
 /// the outcome unknown, all driven by a seeded random schedule. It records what the invariants are checked on.

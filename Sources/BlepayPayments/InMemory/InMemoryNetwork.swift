@@ -34,13 +34,14 @@ public final class InMemoryNetwork: Sendable {
     }
 
     private let faults: Faults
-    private let state = Mutex<(links: [PeerID: Link], next: UInt64, random: SplitMix64)>(([:], 1, SplitMix64(seed: 0)))
+    private let state: Mutex<(links: [PeerID: Link], next: UInt64, random: any RandomNumberGenerator & Sendable)>
     /// The business's end: one transport for all its customers.
     public let business = Endpoint()
 
-    public init(faults: Faults = .none, seed: UInt64 = 0) {
+    /// - Parameter random: decides which messages the faults hit; pass a seeded generator to replay a run.
+    public init(faults: Faults = .none, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.faults = faults
-        state.withLock { $0.random = SplitMix64(seed: seed) }
+        state = Mutex(([:], 1, random))
         business.network = self  // before anyone holds the endpoint
     }
 
