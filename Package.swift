@@ -65,7 +65,10 @@ let package = Package(
         // boundaries, drivers and in-memory doubles. No I/O; clock injected.
         .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
         // The reference ledger's domain: instruments, the double-entry journal. Pure.
-        .target(name: "BlepayLedger", dependencies: ["BlepayProtocol"]),
+        .target(
+            name: "BlepayLedger",
+            dependencies: ["BlepayProtocol", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         // Seeded randomness and hex for the pure tiers' tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -78,7 +81,10 @@ let package = Package(
         ),
         .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol", "TestSupport"], exclude: ["Vectors"]),
         .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments", "TestSupport"]),
-        .testTarget(name: "BlepayLedgerTests", dependencies: ["BlepayLedger", "TestSupport"]),
+        .testTarget(
+            name: "BlepayLedgerTests",
+            dependencies: ["BlepayLedger", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "RigTests", dependencies: []),
     ],
     swiftLanguageModes: [.v6]

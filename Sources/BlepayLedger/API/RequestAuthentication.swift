@@ -1,0 +1,73 @@
+import Crypto
+
+/// How a device authenticates each request to the ledger: HMAC-SHA256, with a secret per device, over the method,
+/// path, timestamp, nonce and the SHA-256 of the body. The ledger accepts a timestamp within ±300 s of its clock and
+/// each nonce once in that window; comparisons are constant-time (swift-crypto's `isValidAuthenticationCode`).
+public enum RequestAuthentication {
+    /// Header names, as the client sends them.
+    public static let deviceHeader = "Blepay-Device"
+    public static let timestampHeader = "Blepay-Timestamp"
+    public static let nonceHeader = "Blepay-Nonce"
+    public static let signatureHeader = "Blepay-Signature"
+    public static let window: Int64 = 300
+
+    public struct Failure: Error, Sendable, Hashable {
+        public enum Code: String, Sendable, Hashable {
+            case missingHeader = "auth.missing-header"
+            case staleTimestamp = "auth.stale-timestamp"
+            case reusedNonce = "auth.reused-nonce"
+            case badSignature = "auth.bad-signature"
+        }
+
+        public let code: Code
+        public init(_ code: Code) { self.code = code }
+    }
+
+    /// The bytes that are MACed: one field per line, the body by its hash, so the MAC never needs the body twice.
+    public static func canonical(method: String, path: String, timestamp: Int64, nonce: String, body: [UInt8]) -> [UInt8] {
+        let bodyHash = Hex.encode(SHA256.hash(data: body))
+        return Array("blepay-ledger/1\n\(method.uppercased())\n\(path)\n\(timestamp)\n\(nonce)\n\(bodyHash)".utf8)
+    }
+
+    /// The signature header's value: the MAC in lowercase hex.
+    public static func sign(method: String, path: String, timestamp: Int64, nonce: String, body: [UInt8],
+        secret: SymmetricKey) -> String
+    {
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: canonical(method: method, path: path, timestamp: timestamp, nonce: nonce, body: body), using: secret)
+        return Hex.encode(mac)
+    }
+
+    /// Checks a request's MAC and freshness; `nonces` remembers the nonces seen within the window.
+    public static func verify(
+        method: String, path: String, timestamp: Int64?, nonce: String?, signature: String?, body: [UInt8],
+        secret: SymmetricKey, now: Int64, nonces: inout NonceWindow
+    ) throws(Failure) {
+        guard let timestamp, let nonce, !nonce.isEmpty, nonce.utf8.count <= 64, let signature,
+            let mac = Hex.decode(signature, limit: SHA256.byteCount)
+        else { throw Failure(.missingHeader) }
+        guard abs(now - timestamp) <= window else { throw Failure(.staleTimestamp) }
+        let data = canonical(method: method, path: path, timestamp: timestamp, nonce: nonce, body: body)
+        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: data, using: secret) else {
+            throw Failure(.badSignature)
+        }
+        // Only a valid request spends its nonce, so a forger cannot burn someone else's.
+        guard nonces.insert(nonce, at: timestamp, now: now) else { throw Failure(.reusedNonce) }
+    }
+}
+
+/// The nonces seen in the last `2 × window` seconds; older ones are forgotten, as their timestamps are stale anyway.
+public struct NonceWindow: Sendable {
+    private var seen: [String: Int64] = [:]
+
+    public init() {}
+
+    public var count: Int { seen.count }
+
+    mutating func insert(_ nonce: String, at timestamp: Int64, now: Int64) -> Bool {
+        seen = seen.filter { now - $0.value <= 2 * RequestAuthentication.window }
+        guard seen[nonce] == nil else { return false }
+        seen[nonce] = timestamp
+        return true
+    }
+}

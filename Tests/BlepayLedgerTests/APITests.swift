@@ -1,0 +1,87 @@
+import BlepayLedger
+import Crypto
+import Testing
+
+@Suite struct RequestAuthenticationTests {
+    let secret = SymmetricKey(data: [UInt8](repeating: 0x5C, count: 32))
+    let now: Int64 = 1_795_000_000
+    let body = Array(#"{"amount":2550}"#.utf8)
+
+    func verify(
+        method: String = "POST", path: String = "/v1/payments", timestamp: Int64? = nil, nonce: String? = "n-1",
+        signature: String? = nil, body: [UInt8]? = nil, key: SymmetricKey? = nil, nonces: inout NonceWindow
+    ) -> RequestAuthentication.Failure.Code? {
+        let timestamp = timestamp ?? now
+        let signature = signature ?? RequestAuthentication.sign(
+            method: "POST", path: "/v1/payments", timestamp: timestamp, nonce: nonce ?? "", body: self.body,
+            secret: key ?? secret)
+        do {
+            try RequestAuthentication.verify(
+                method: method, path: path, timestamp: timestamp, nonce: nonce, signature: signature,
+                body: body ?? self.body, secret: secret, now: now, nonces: &nonces)
+            return nil
+        } catch { return error.code }
+    }
+
+    @Test func aSignedFreshRequestPassesOnce() {
+        var nonces = NonceWindow()
+        #expect(verify(nonces: &nonces) == nil)
+        #expect(verify(nonces: &nonces) == .reusedNonce)
+        #expect(verify(nonce: "n-2", nonces: &nonces) == nil)
+    }
+
+    @Test func anythingAlteredFailsTheMAC() {
+        var nonces = NonceWindow()
+        #expect(verify(method: "GET", nonces: &nonces) == .badSignature)
+        #expect(verify(path: "/v1/payments/other", nonces: &nonces) == .badSignature)
+        #expect(verify(body: Array(#"{"amount":9999}"#.utf8), nonces: &nonces) == .badSignature)
+        #expect(verify(key: SymmetricKey(data: [UInt8](repeating: 1, count: 32)), nonces: &nonces) == .badSignature)
+        #expect(verify(signature: String(repeating: "0", count: 64), nonces: &nonces) == .badSignature)
+        // A failed request does not spend its nonce.
+        #expect(nonces.count == 0)
+    }
+
+    @Test func staleOrIncompleteRequestsAreRefused() {
+        var nonces = NonceWindow()
+        #expect(verify(timestamp: now - 301, nonces: &nonces) == .staleTimestamp)
+        #expect(verify(timestamp: now + 301, nonces: &nonces) == .staleTimestamp)
+        #expect(verify(timestamp: now - 300, nonces: &nonces) == nil)
+        #expect(verify(nonce: nil, nonces: &nonces) == .missingHeader)
+        #expect(verify(nonce: String(repeating: "x", count: 65), nonces: &nonces) == .missingHeader)
+        #expect(verify(signature: "not hex", nonces: &nonces) == .missingHeader)
+    }
+
+    @Test func theCanonicalFormIsStable() {
+        // Pinned so that a client in another language can check its signer against it.
+        let canonical = RequestAuthentication.canonical(method: "post", path: "/v1/payments", timestamp: 1, nonce: "n", body: [])
+        #expect(String(decoding: canonical, as: UTF8.self) == """
+            blepay-ledger/1
+            POST
+            /v1/payments
+            1
+            n
+            e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+            """)
+    }
+}
+
+@Suite struct IdempotencyTests {
+    @Test func theSameKeyReplaysAndOtherParametersConflict() throws {
+        let hash = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array("a".utf8))
+        #expect(IdempotencyRecord.decide(stored: nil, parametersHash: hash) == .execute)
+        let stored = IdempotencyRecord(key: "k-1", parametersHash: hash, status: 201, response: Array("{}".utf8))
+        #expect(IdempotencyRecord.decide(stored: stored, parametersHash: hash) == .replay(status: 201, response: Array("{}".utf8)))
+        let other = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array("b".utf8))
+        #expect(other != hash)
+        #expect(IdempotencyRecord.decide(stored: stored, parametersHash: other) == .conflict)
+        #expect(IdempotencyRecord.parametersHash(method: "post", path: "/v1/payments", body: Array("a".utf8)) == hash)
+    }
+
+    @Test func keysAreOneTo255PrintableCharacters() throws {
+        #expect(try IdempotencyRecord.validate("order-123/attempt") == "order-123/attempt")
+        #expect(throws: IdempotencyRecord.KeyError.missing) { try IdempotencyRecord.validate(nil) }
+        #expect(throws: IdempotencyRecord.KeyError.missing) { try IdempotencyRecord.validate("") }
+        #expect(throws: IdempotencyRecord.KeyError.tooLong) { try IdempotencyRecord.validate(String(repeating: "k", count: 256)) }
+        #expect(throws: IdempotencyRecord.KeyError.invalidCharacters) { try IdempotencyRecord.validate("with space") }
+    }
+}
