@@ -59,6 +59,11 @@ import Testing
         #expect(journal.balance(of: alice, in: "EUR") == .init(posted: 7_200, held: 0))
         #expect(journal.balance(of: cafe, in: "EUR").posted == 2_800)
         #expect(journal.audit().isEmpty)
+        let ledgerKey = try SigningKey(seed: [UInt8](repeating: 1, count: 32))
+        let receipt = try payment.receipt(signedBy: ledgerKey)
+        #expect(receipt.status == .settled && receipt.amount == request.amount && receipt.tipMinorUnits == 250)
+        #expect(receipt.transactionID == "pay:\(request.paymentID)" && receipt.issuedAt == t0.adding(milliseconds: 4))
+        #expect(isValidSignature(receipt.ledgerSignature!, of: receipt.signingBytes, by: ledgerKey.publicKey))
         #expect(code { try payment.execute(in: &journal, at: t0) } == .invalidStatus)
         #expect(code { try payment.cancel(at: t0) } == .invalidStatus)
     }
@@ -84,6 +89,7 @@ import Testing
         try payment.accept(acceptance(of: request), deviceKey: deviceKey.publicKey, at: t0)
         #expect(code { try payment.authorize(in: &journal, from: alice, to: cafe, at: t0) } == .insufficientFunds)
         #expect(payment.status == .failed && payment.failure == .insufficientFunds)
+        #expect(code { _ = try payment.receipt(signedBy: deviceKey) } == .invalidStatus)
         #expect(journal.balance(of: alice, in: "EUR") == .init(posted: 2_799, held: 0))
     }
 

@@ -78,6 +78,23 @@ public struct LedgerPayment: Sendable, Hashable {
         history.append(Change(status: .settled, at: now))
     }
 
+    /// The ledger-signed receipt of a settled payment, which customer and business keep and anyone can verify
+    /// offline with the ledger's public key.
+    public func receipt(signedBy ledgerKey: SigningKey) throws(LedgerError) -> Receipt {
+        guard status == .settled, let acceptance, let settledAt = history.last?.at else {
+            throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)")
+        }
+        do {
+            return try Receipt(
+                paymentID: request.paymentID, status: .settled, transactionID: transferID,
+                amount: acceptance.amount, tipMinorUnits: acceptance.tipMinorUnits, issuedAt: settledAt,
+                ledgerSignature: Signature64(Array(repeating: 0, count: 64))
+            ).signed(by: ledgerKey)
+        } catch {
+            throw LedgerError(.invalidStatus, error.message)
+        }
+    }
+
     /// The business withdraws the request; only before it is accepted.
     public mutating func cancel(at now: Timestamp) throws(LedgerError) {
         guard status == .authorizationRequired else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
