@@ -119,7 +119,7 @@ public struct BusinessMachine: Sendable {
     /// Open requests past their expiry end with `expired`; ended ones are forgotten once past retention.
     public mutating func tick(at now: Timestamp) -> [BusinessAction] {
         var actions: [BusinessAction] = []
-        for (id, payment) in payments.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
+        for (id, payment) in payments.sorted(by: { $0.key < $1.key }) {
             if payment.phase == .open, now >= payment.request.expiresAt {
                 actions += close(id, .expired, telling: .cancelPayment(CancelPayment(paymentID: id, reason: .expired)),
                     event: .expired(id))
@@ -134,7 +134,7 @@ public struct BusinessMachine: Sendable {
 
     private func openIDs(at now: Timestamp) -> [PaymentID] {
         payments.filter { $0.value.phase == .open && now < $0.value.request.expiresAt }.keys
-            .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            .sorted()
     }
 
     private mutating func offer(_ id: PaymentID, to peer: PeerID) -> [BusinessAction] {
@@ -149,10 +149,10 @@ public struct BusinessMachine: Sendable {
         let id = acceptance.paymentID
         guard let payment = payments[id] else { return refuse(id, peer, PaymentError(.notFound)) }
         switch payment.phase {
-        case .executing(let winner, _, _) where winner == peer:
-            return []  // a repeated acceptance: the first one is with the ledger
         case .executing:
-            return []  // someone else was first; this customer hears `otherPaid` or the cancellation
+            // A repeat from the winner waits for the ledger like the first; anyone else hears `otherPaid` or the
+            // withdrawal when the payment ends.
+            return []
         case .ended(let reason):
             // The winner asking again (its result was lost) gets the same result: acceptances are idempotent.
             if let result = payment.result, result.winner == peer { return [.send(peer, result.message)] }

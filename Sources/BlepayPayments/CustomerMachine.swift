@@ -110,7 +110,7 @@ public struct CustomerMachine: Sendable {
         declined = declined.filter { now < $0.value }
         var actions: [CustomerAction] = []
         for peer in peers.keys.sorted() {
-            for (id, payment) in peers[peer]!.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
+            for (id, payment) in peers[peer]!.sorted(by: { $0.key < $1.key }) {
                 if payment.phase == .shown, now >= payment.request.expiresAt {
                     actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(.expired)))
                 } else if payment.phase == .accepted,
@@ -140,7 +140,7 @@ public struct CustomerMachine: Sendable {
     public mutating func disconnected(_ peer: PeerID) -> [CustomerAction] {
         guard let payments = peers.removeValue(forKey: peer) else { return [] }
         var actions: [CustomerAction] = []
-        for (id, payment) in payments.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
+        for (id, payment) in payments.sorted(by: { $0.key < $1.key }) {
             switch payment.phase {
             case .shown:
                 actions.append(.emit(.error(peer, id, PaymentError(.connectionFailed, "the business disconnected"))))

@@ -1,5 +1,5 @@
 /// Helpers the pure tiers' tests share: a seeded generator (a failing random case is replayed from its seed) and
-/// hex for byte vectors.
+/// hex for byte vectors (reading it; writing it here serves the Noise tests, below `BlepayProtocol`'s `hex`).
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 

@@ -11,13 +11,13 @@ enum Fixtures {
         paymentID: .random(), amount: Money(minorUnits: 2550, currency: Currency("EUR")), reference: "order-123",
         merchantID: "m_cafe.42", merchantName: "Café Zürich", createdAt: created,
         expiresAt: created.adding(milliseconds: 120_000), businessOnline: true,
-        signature: Signature64(Array(repeating: 0, count: 64))
+        signature: .unsigned
     ).signed(by: merchantKey)
 
     static let acceptance: PaymentAcceptance = try! PaymentAcceptance(
         paymentID: request.paymentID, amount: request.amount, tipMinorUnits: 250, instrumentID: "card-1",
         delegatedInstrument: false, createdAt: created.adding(milliseconds: 5_000), requestHash: request.hash,
         sessionHash: Hash32(Array(repeating: 0x5A, count: 32)), customerKey: deviceKey.publicKey,
-        preAuthorization: nil, signature: Signature64(Array(repeating: 0, count: 64))
+        preAuthorization: nil, signature: .unsigned
     ).signed(by: deviceKey)
 }

@@ -11,7 +11,7 @@ enum OnlinePayment {
         merchantID: "m_cafe.42", merchantName: "Café Zürich", signingKey: Fixtures.merchantKey.publicKey,
         noiseKey: Key32(Array(businessStatic.publicKey.rawRepresentation)), validFrom: Fixtures.created,
         validUntil: Fixtures.created.adding(milliseconds: 86_400_000),
-        ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: Signature64(Array(repeating: 0, count: 64))
+        ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned
     ).signed(by: ledgerKey)
 
     struct Failed: Error {}
@@ -39,7 +39,7 @@ enum OnlinePayment {
         try toCustomer.verify(accepted, of: Fixtures.request)
         let receipt = try Receipt(
             paymentID: received.paymentID, status: .settled, transactionID: "tx-0001", amount: received.amount,
-            tipMinorUnits: 250, issuedAt: now, ledgerSignature: Signature64(Array(repeating: 0, count: 64))
+            tipMinorUnits: 250, issuedAt: now, ledgerSignature: .unsigned
         ).signed(by: ledgerKey)
         let result = try toCustomer.seal(
             .paymentResult(PaymentResult(paymentID: received.paymentID, outcome: .finished(receipt))))

@@ -1,11 +1,5 @@
-/// Lowercase hex, as the API carries MACs and hashes.
+/// Reading the hex the API carries MACs in (writing it is `BlepayProtocol`'s `hex`).
 enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
-        String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
-    }
-
     /// Nil unless `text` is an even number of hex digits, at most `limit` bytes' worth.
     static func decode(_ text: String, limit: Int) -> [UInt8]? {
         let utf8 = Array(text.utf8)

@@ -1,3 +1,4 @@
+import BlepayProtocol
 import Crypto
 
 /// The `Idempotency-Key` rule for every POST: the first request with a key is carried out and its response kept;
@@ -44,7 +45,7 @@ public struct IdempotencyRecord: Sendable, Hashable, Codable {
         var hasher = SHA256()
         hasher.update(data: Array("\(method.uppercased()) \(path)\n".utf8))
         hasher.update(data: body)
-        return Hex.encode(hasher.finalize())
+        return hasher.finalize().hex
     }
 
     /// What to do with a request given the record stored under its key, if any.

@@ -1,3 +1,4 @@
+import BlepayProtocol
 import Crypto
 
 /// How a device authenticates each request to the ledger: HMAC-SHA256, with a secret per device, over the method,
@@ -25,7 +26,7 @@ public enum RequestAuthentication {
 
     /// The bytes that are MACed: one field per line, the body by its hash, so the MAC never needs the body twice.
     public static func canonical(method: String, path: String, timestamp: Int64, nonce: String, body: [UInt8]) -> [UInt8] {
-        let bodyHash = Hex.encode(SHA256.hash(data: body))
+        let bodyHash = SHA256.hash(data: body).hex
         return Array("blepay-ledger/1\n\(method.uppercased())\n\(path)\n\(timestamp)\n\(nonce)\n\(bodyHash)".utf8)
     }
 
@@ -35,7 +36,7 @@ public enum RequestAuthentication {
     {
         let mac = HMAC<SHA256>.authenticationCode(
             for: canonical(method: method, path: path, timestamp: timestamp, nonce: nonce, body: body), using: secret)
-        return Hex.encode(mac)
+        return mac.hex
     }
 
     /// Checks a request's MAC and freshness; `nonces` remembers the nonces seen within the window.

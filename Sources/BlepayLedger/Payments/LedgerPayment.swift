@@ -88,7 +88,7 @@ public struct LedgerPayment: Sendable, Hashable {
             return try Receipt(
                 paymentID: request.paymentID, status: .settled, transactionID: transferID,
                 amount: acceptance.amount, tipMinorUnits: acceptance.tipMinorUnits, issuedAt: settledAt,
-                ledgerSignature: Signature64(Array(repeating: 0, count: 64))
+                ledgerSignature: .unsigned
             ).signed(by: ledgerKey)
         } catch {
             throw LedgerError(.invalidStatus, error.message)

@@ -54,7 +54,7 @@ public struct PreAuthorization: Sendable, Hashable {
                 voucherID: id, instrumentID: instrumentID, customerKey: customerKey, limit: limit, issuedAt: now,
                 expiresAt: now.adding(milliseconds: lifetimeMilliseconds),
                 ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey),
-                signature: Signature64(Array(repeating: 0, count: 64))
+                signature: .unsigned
             ).signed(by: ledgerKey)
         } catch {
             throw LedgerError(.invalidAmount, error.message)

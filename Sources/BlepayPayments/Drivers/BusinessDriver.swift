@@ -69,7 +69,7 @@ public actor BusinessDriver {
             draft = try PaymentRequest(
                 paymentID: .random(), amount: amount, reference: reference, merchantID: merchant.id,
                 merchantName: merchant.name, createdAt: now, expiresAt: now.adding(milliseconds: lifetimeMilliseconds),
-                businessOnline: true, signature: Signature64(Array(repeating: 0, count: 64)))
+                businessOnline: true, signature: .unsigned)
         } catch {
             throw PaymentError(.protocolViolation, error.message)
         }

@@ -21,7 +21,7 @@ public final class BroadcastScenario {
                 instrumentID: terms.instrumentID, delegatedInstrument: terms.delegatedInstrument,
                 createdAt: terms.acceptedAt, requestHash: request.hash, sessionHash: Hash32(Array(repeating: 0, count: 32)),
                 customerKey: Key32(Array(repeating: 0, count: 32)), preAuthorization: nil,
-                signature: Signature64(Array(repeating: 0, count: 64)))
+                signature: .unsigned)
         }
         func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, from peer: PeerID) -> PaymentError? {
             acceptance.requestHash == request.hash ? nil : PaymentError(.securityFailure)

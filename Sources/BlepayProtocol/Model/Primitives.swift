@@ -1,7 +1,10 @@
 /// A payment's identifier: 16 random bytes chosen by the business. It is also the ledger's idempotency key, so a
 /// payment is executed at most once however often it is sent.
-public struct PaymentID: Sendable, Hashable, CustomStringConvertible {
+public struct PaymentID: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let bytes: [UInt8]
+
+    /// Byte order, so that machines act on several payments in a stable order.
+    public static func < (lhs: PaymentID, rhs: PaymentID) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
 
     public init(bytes: [UInt8]) throws(ProtocolError) {
         guard bytes.count == 16 else { throw ProtocolError(.invalidLength, "a payment id is 16 bytes, not \(bytes.count)") }
@@ -106,8 +109,14 @@ public typealias Hash32 = FixedBytes<Bytes32>
 /// An Ed25519 signature.
 public typealias Signature64 = FixedBytes<Bytes64>
 
+extension FixedBytes where Size == Bytes64 {
+    /// What a signed structure carries before it is signed: build it with this, then call its `signed(by:)`.
+    public static var unsigned: Signature64 { try! Signature64(Array(repeating: 0, count: 64)) }
+}
+
 extension Sequence<UInt8> {
-    var hex: String {
+    /// Lowercase hex.
+    public var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for byte in self { out += [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]] }

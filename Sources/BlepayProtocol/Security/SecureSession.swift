@@ -75,7 +75,7 @@ public struct SecureSession: Sendable {
             paymentID: request.paymentID, amount: request.amount, tipMinorUnits: tipMinorUnits,
             instrumentID: instrumentID, delegatedInstrument: delegatedInstrument, createdAt: now,
             requestHash: request.hash, sessionHash: sessionHash, customerKey: deviceKey.publicKey,
-            preAuthorization: preAuthorization, signature: Signature64(Array(repeating: 0, count: 64))
+            preAuthorization: preAuthorization, signature: .unsigned
         ).signed(by: deviceKey)
     }
 
