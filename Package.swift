@@ -11,12 +11,23 @@ let package = Package(
         .library(name: "BlepayProtocol", targets: ["BlepayProtocol"]),
         .library(name: "BlepayPayments", targets: ["BlepayPayments"]),
         .library(name: "BlepayLedger", targets: ["BlepayLedger"]),
+        .library(name: "BlepayLedgerStore", targets: ["BlepayLedgerStore"]),
+        .library(name: "BlepayLedgerServer", targets: ["BlepayLedgerServer"]),
+        .library(name: "BlepayLedgerClient", targets: ["BlepayLedgerClient"]),
+        .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
         .executable(name: "blepay-loopback", targets: ["blepay-loopback"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // libdbus-1, with the macros Swift cannot import re-exported as constants.
@@ -69,6 +80,47 @@ let package = Package(
             name: "BlepayLedger",
             dependencies: ["BlepayProtocol", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The ledger's durable storage: one SQL transaction interface with SQLite (GRDB; WAL, synchronous FULL,
+        // group commit) and PostgreSQL (postgres-nio) behind it, and the ledger's operations written once over it.
+        .target(
+            name: "BlepayLedgerStore",
+            dependencies: [
+                "BlepayLedger",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The ledger's HTTP API (Hummingbird): authentication, idempotency, routes, background expiry, config.
+        .target(
+            name: "BlepayLedgerServer",
+            dependencies: [
+                "BlepayLedgerStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The daemons' client of the ledger's HTTP API (async-http-client): signed requests, durable idempotency keys,
+        // safe retries, errors mapped to the payment error taxonomy.
+        .target(
+            name: "BlepayLedgerClient",
+            dependencies: [
+                "BlepayLedger",
+                "BlepayPayments",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "blepay-ledger",
+            dependencies: [
+                "BlepayLedgerServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         // Seeded randomness and hex for the pure tiers' tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -84,6 +136,20 @@ let package = Package(
         .testTarget(
             name: "BlepayLedgerTests",
             dependencies: ["BlepayLedger", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "BlepayLedgerStoreTests",
+            dependencies: ["BlepayLedgerStore", "LedgerTestSupport"]
+        ),
+        .testTarget(
+            name: "BlepayLedgerServerTests",
+            dependencies: ["BlepayLedgerServer", "BlepayLedgerClient", "LedgerTestSupport"]
+        ),
+        // A private PostgreSQL database per test, and keys, devices and signed messages for ledger tests.
+        .target(
+            name: "LedgerTestSupport",
+            dependencies: ["BlepayLedgerStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/LedgerTestSupport"
         ),
         .testTarget(name: "RigTests", dependencies: []),
     ],

@@ -1,7 +1,7 @@
 /// Reading the hex the API carries MACs in (writing it is `BlepayProtocol`'s `hex`).
-enum Hex {
+public enum Hex {
     /// Nil unless `text` is an even number of hex digits, at most `limit` bytes' worth.
-    static func decode(_ text: String, limit: Int) -> [UInt8]? {
+    public static func decode(_ text: String, limit: Int) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0, utf8.count <= 2 * limit else { return nil }
         var bytes: [UInt8] = []

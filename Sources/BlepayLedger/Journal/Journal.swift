@@ -11,6 +11,9 @@ public struct AccountID: Sendable, Hashable, Comparable, Codable, CustomStringCo
 /// of each currency always sum to zero. Customer and merchant accounts never go below zero, counting what their
 /// pending holds reserve; only external accounts (where money enters and leaves) may. Holds are two-phase: pending,
 /// then posted (in full or in part), voided, or expired. Ids make every operation idempotent.
+///
+/// A journal can hold the whole books (tests, the audit) or only the part one operation touches, loaded from storage
+/// with `init(accounts:balances:holds:transfers:)`; `changes` then says what storage must write back.
 public struct Journal: Sendable {
     public enum Kind: String, Sendable, Hashable, Codable {
         case customer, merchant
@@ -26,6 +29,14 @@ public struct Journal: Sendable {
         public let credit: AccountID
         public let amount: UInt64
         public let currency: String
+
+        public init(id: String, debit: AccountID, credit: AccountID, amount: UInt64, currency: String) {
+            self.id = id
+            self.debit = debit
+            self.credit = credit
+            self.amount = amount
+            self.currency = currency
+        }
     }
 
     public struct Hold: Sendable, Hashable, Codable {
@@ -38,13 +49,25 @@ public struct Journal: Sendable {
         /// Milliseconds since 1970.
         public let expiresAt: UInt64
         public internal(set) var state: State
+
+        public init(id: String, debit: AccountID, credit: AccountID, amount: UInt64, currency: String, expiresAt: UInt64,
+            state: State)
+        {
+            self.id = id
+            self.debit = debit
+            self.credit = credit
+            self.amount = amount
+            self.currency = currency
+            self.expiresAt = expiresAt
+            self.state = state
+        }
     }
 
     public struct Balance: Sendable, Hashable {
         /// Credits minus debits of posted transfers.
-        public let posted: Int64
+        public internal(set) var posted: Int64
         /// Reserved by pending holds on this account.
-        public let held: UInt64
+        public internal(set) var held: UInt64
         public var available: Int64 { posted - Int64(held) }
 
         public init(posted: Int64, held: UInt64) {
@@ -53,20 +76,51 @@ public struct Journal: Sendable {
         }
     }
 
-    private var kinds: [AccountID: Kind] = [:]
-    private var posted: [AccountID: [String: Int64]] = [:]
+    /// What an operation changed, for storage to write back in the same transaction.
+    public struct Changes: Sendable, Hashable {
+        public struct BalanceKey: Sendable, Hashable {
+            public let account: AccountID
+            public let currency: String
+        }
+
+        public fileprivate(set) var openedAccounts: [AccountID: Kind] = [:]
+        public fileprivate(set) var balances: Set<BalanceKey> = []
+        /// In the order they were made.
+        public fileprivate(set) var transfers: [Transfer] = []
+        public fileprivate(set) var holds: Set<String> = []
+    }
+
+    public private(set) var kinds: [AccountID: Kind] = [:]
+    private var balances: [AccountID: [String: Balance]] = [:]
     public private(set) var transfers: [String: Transfer] = [:]
     public private(set) var holds: [String: Hold] = [:]
+    public private(set) var changes = Changes()
 
     public init() {}
 
-    public mutating func open(_ account: AccountID, kind: Kind) { kinds[account] = kinds[account] ?? kind }
+    /// The part of the books one operation needs: its accounts with their balances, and the holds and transfers
+    /// it may find again by id.
+    public init(accounts: [AccountID: Kind], balances: [AccountID: [String: Balance]], holds: [Hold] = [],
+        transfers: [Transfer] = [])
+    {
+        kinds = accounts
+        self.balances = balances
+        self.holds = Dictionary(holds.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.transfers = Dictionary(transfers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public mutating func open(_ account: AccountID, kind: Kind) {
+        guard kinds[account] == nil else { return }
+        kinds[account] = kind
+        changes.openedAccounts[account] = kind
+    }
 
     public func balance(of account: AccountID, in currency: String) -> Balance {
-        let held = holds.values.filter { $0.state == .pending && $0.debit == account && $0.currency == currency }
-            .reduce(0) { $0 + $1.amount }
-        return Balance(posted: posted[account]?[currency] ?? 0, held: held)
+        balances[account]?[currency] ?? Balance(posted: 0, held: 0)
     }
+
+    /// Every balance, by account and currency.
+    public var allBalances: [AccountID: [String: Balance]] { balances }
 
     /// Moves `amount` now. Repeating an id with the same parameters returns the first transfer.
     @discardableResult
@@ -99,6 +153,8 @@ public struct Journal: Sendable {
         }
         try check(debit, credit, amount: hold.amount, currency: hold.currency)
         holds[id] = hold
+        changes.holds.insert(id)
+        adjust(debit, hold.currency) { $0.held += hold.amount }
         return hold
     }
 
@@ -117,7 +173,7 @@ public struct Journal: Sendable {
         guard amount > 0 else { throw LedgerError(.invalidAmount, "a posting moves more than 0") }
         guard amount <= hold.amount else { throw LedgerError(.exceedsHold, "\(amount) exceeds the hold's \(hold.amount)") }
         guard transfers[transferID] == nil else { throw LedgerError(.idConflict, "transfer \(transferID) exists") }
-        holds[id]!.state = .posted
+        release(id, as: .posted)
         let transfer = Transfer(id: transferID, debit: hold.debit, credit: hold.credit, amount: amount, currency: hold.currency)
         apply(transfer)
         return transfer
@@ -127,7 +183,7 @@ public struct Journal: Sendable {
     public mutating func void(hold id: String) throws(LedgerError) {
         guard let hold = holds[id] else { throw LedgerError(.unknownHold, "no hold \(id)") }
         switch hold.state {
-        case .pending: holds[id]!.state = .voided
+        case .pending: release(id, as: .voided)
         case .voided: return
         case .posted, .expired: throw LedgerError(.holdNotPending, "hold \(id) is \(hold.state)")
         }
@@ -136,27 +192,36 @@ public struct Journal: Sendable {
     /// Releases every pending hold past its expiry; returns their ids.
     public mutating func expireHolds(at now: Timestamp) -> [String] {
         let due = holds.values.filter { $0.state == .pending && now.millisecondsSince1970 >= $0.expiresAt }.map(\.id).sorted()
-        for id in due { holds[id]!.state = .expired }
+        for id in due { release(id, as: .expired) }
         return due
     }
 
     /// Problems with the books: a currency whose balances do not sum to zero, a customer or merchant account
-    /// below zero, or posted balances that differ from replaying the transfers. Empty when sound.
+    /// below zero, posted balances that differ from replaying the transfers, or held amounts that differ from the
+    /// pending holds. Empty when sound. Meaningful on the whole books only.
     public func audit() -> [String] {
         var problems: [String] = []
-        var replayed: [AccountID: [String: Int64]] = [:]
+        var replayed: [AccountID: [String: Balance]] = [:]
         for transfer in transfers.values {
-            replayed[transfer.debit, default: [:]][transfer.currency, default: 0] -= Int64(transfer.amount)
-            replayed[transfer.credit, default: [:]][transfer.currency, default: 0] += Int64(transfer.amount)
+            replayed[transfer.debit, default: [:]][transfer.currency, default: Balance(posted: 0, held: 0)].posted -= Int64(transfer.amount)
+            replayed[transfer.credit, default: [:]][transfer.currency, default: Balance(posted: 0, held: 0)].posted += Int64(transfer.amount)
+        }
+        for hold in holds.values where hold.state == .pending {
+            replayed[hold.debit, default: [:]][hold.currency, default: Balance(posted: 0, held: 0)].held += hold.amount
         }
         var sums: [String: Int64] = [:]
-        for (account, currencies) in posted {
-            for (currency, value) in currencies {
-                sums[currency, default: 0] += value
-                if replayed[account]?[currency] ?? 0 != value {
-                    problems.append("\(account) \(currency): posted \(value), transfers say \(replayed[account]?[currency] ?? 0)")
+        let accounts = Set(balances.keys).union(replayed.keys)
+        for account in accounts {
+            let currencies = Set(balances[account]?.keys ?? [:].keys).union(replayed[account]?.keys ?? [:].keys)
+            for currency in currencies {
+                let value = balance(of: account, in: currency)
+                let expected = replayed[account]?[currency] ?? Balance(posted: 0, held: 0)
+                sums[currency, default: 0] += value.posted
+                if expected != value {
+                    problems.append("\(account) \(currency): books say \(value.posted) posted and \(value.held) held, "
+                        + "transfers and holds say \(expected.posted) and \(expected.held)")
                 }
-                if kinds[account] != .external, balance(of: account, in: currency).available < 0 {
+                if kinds[account] != .external, value.available < 0 {
                     problems.append("\(account) \(currency) is below zero")
                 }
             }
@@ -180,11 +245,25 @@ public struct Journal: Sendable {
 
     private mutating func apply(_ transfer: Transfer) {
         transfers[transfer.id] = transfer
-        posted[transfer.debit, default: [:]][transfer.currency, default: 0] -= Int64(transfer.amount)
-        posted[transfer.credit, default: [:]][transfer.currency, default: 0] += Int64(transfer.amount)
+        changes.transfers.append(transfer)
+        adjust(transfer.debit, transfer.currency) { $0.posted -= Int64(transfer.amount) }
+        adjust(transfer.credit, transfer.currency) { $0.posted += Int64(transfer.amount) }
+    }
+
+    /// Ends a pending hold, giving back what it reserved.
+    private mutating func release(_ id: String, as state: Hold.State) {
+        let hold = holds[id]!
+        holds[id]!.state = state
+        changes.holds.insert(id)
+        adjust(hold.debit, hold.currency) { $0.held -= hold.amount }
+    }
+
+    private mutating func adjust(_ account: AccountID, _ currency: String, _ change: (inout Balance) -> Void) {
+        change(&balances[account, default: [:]][currency, default: Balance(posted: 0, held: 0)])
+        changes.balances.insert(Changes.BalanceKey(account: account, currency: currency))
     }
 
     private mutating func expireIfDue(_ id: String, at now: Timestamp) {
-        if holds[id]!.state == .pending, now.millisecondsSince1970 >= holds[id]!.expiresAt { holds[id]!.state = .expired }
+        if holds[id]!.state == .pending, now.millisecondsSince1970 >= holds[id]!.expiresAt { release(id, as: .expired) }
     }
 }

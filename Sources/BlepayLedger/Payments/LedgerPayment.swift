@@ -13,6 +13,11 @@ public struct LedgerPayment: Sendable, Hashable {
     public struct Change: Sendable, Hashable {
         public let status: Status
         public let at: Timestamp
+
+        public init(status: Status, at: Timestamp) {
+            self.status = status
+            self.at = at
+        }
     }
 
     public let request: PaymentRequest
@@ -29,8 +34,17 @@ public struct LedgerPayment: Sendable, Hashable {
         history = [Change(status: .authorizationRequired, at: now)]
     }
 
-    var holdID: String { "hold:\(request.paymentID)" }
-    var transferID: String { "pay:\(request.paymentID)" }
+    /// A payment as storage kept it.
+    public init(request: PaymentRequest, acceptance: PaymentAcceptance?, failure: PaymentErrorCode?, history: [Change]) {
+        precondition(!history.isEmpty, "a payment has a history from its creation")
+        self.request = request
+        self.acceptance = acceptance
+        self.failure = failure
+        self.history = history
+    }
+
+    public var holdID: String { "hold:\(request.paymentID)" }
+    public var transferID: String { "pay:\(request.paymentID)" }
 
     /// Takes the customer's acceptance: signed by `deviceKey` (the key registered for the instrument), bound to
     /// this exact request, for its amount and currency, before expiry. The same acceptance again is a no-op.
@@ -62,6 +76,12 @@ public struct LedgerPayment: Sendable, Hashable {
             throw error
         }
         history.append(Change(status: .authorized, at: now))
+    }
+
+    /// The ledger refuses to authorize an accepted payment for a reason of its own (a blocked instrument).
+    public mutating func refuse(_ code: PaymentErrorCode, at now: Timestamp) throws(LedgerError) {
+        guard status == .authorizing else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
+        fail(code, at: now)
     }
 
     /// Posts the hold to the merchant: executed, and (money between the ledger's own accounts being final at once)

@@ -24,11 +24,18 @@ public struct PreAuthorization: Sendable, Hashable {
         case amountMismatch = "amount_mismatch"
         /// The voucher's use number was already spent on another payment: the customer signed a double spend.
         case sequenceReused = "sequence_reused"
+        /// The item is not a well-formed request and acceptance.
+        case malformed
     }
 
     public struct Use: Sendable, Hashable, Codable {
         public let sequence: UInt32
         public let total: UInt64
+
+        public init(sequence: UInt32, total: UInt64) {
+            self.sequence = sequence
+            self.total = total
+        }
     }
 
     /// Offline payments made before expiry may be settled for this long after it; then the rest is returned.
@@ -39,6 +46,14 @@ public struct PreAuthorization: Sendable, Hashable {
     public private(set) var state: State = .available
     /// Settled payments by payment id.
     public private(set) var uses: [PaymentID: Use] = [:]
+
+    /// A pre-authorization as storage kept it.
+    public init(voucher: PreAuthorizationVoucher, customer: AccountID, state: State, uses: [PaymentID: Use]) {
+        self.voucher = voucher
+        self.customer = customer
+        self.state = state
+        self.uses = uses
+    }
 
     public var escrow: AccountID { AccountID("escrow:\(voucher.voucherID)") }
     public var spent: UInt64 { uses.values.reduce(0) { $0 + $1.total } }
@@ -59,7 +74,7 @@ public struct PreAuthorization: Sendable, Hashable {
         } catch {
             throw LedgerError(.invalidAmount, error.message)
         }
-        let preAuthorization = PreAuthorization(voucher: voucher, customer: customer)
+        let preAuthorization = PreAuthorization(voucher: voucher, customer: customer, state: .available, uses: [:])
         journal.open(preAuthorization.escrow, kind: .escrow)
         try journal.transfer(id: "reserve:\(id)", from: customer, to: preAuthorization.escrow, amount: limit)
         return preAuthorization

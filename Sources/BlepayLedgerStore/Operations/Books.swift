@@ -1,0 +1,105 @@
+import BlepayLedger
+import BlepayProtocol
+
+/// The journal's tables: loads the part of the books an operation touches (locking its balance rows, in one order
+/// so that concurrent operations cannot deadlock) and writes back what the operation changed.
+enum Books {
+    static func load(_ tx: any SQLTransaction, books: [AccountID], holds: [String] = []) throws -> Journal {
+        let ids = Set(books).sorted()
+        var kinds: [AccountID: Journal.Kind] = [:]
+        for row in try tx.rows("SELECT id, kind FROM books WHERE id IN (\(marks(ids.count)))", ids.map { .text($0.rawValue) }) {
+            guard let kind = Journal.Kind(rawValue: try row.text(1)) else { throw StorageError.corrupt(column: 1, row.values[1]) }
+            kinds[AccountID(try row.text(0))] = kind
+        }
+        var balances: [AccountID: [String: Journal.Balance]] = [:]
+        let balanceRows = try tx.rows(
+            "SELECT book, currency, posted, held FROM balances WHERE book IN (\(marks(ids.count))) ORDER BY book, currency"
+                + tx.dialect.forUpdate,
+            ids.map { .text($0.rawValue) })
+        for row in balanceRows {
+            balances[AccountID(try row.text(0)), default: [:]][try row.text(1)] =
+                Journal.Balance(posted: try row.integer(2), held: UInt64(try row.integer(3)))
+        }
+        var loadedHolds: [Journal.Hold] = []
+        if !holds.isEmpty {
+            let rows = try tx.rows(
+                "SELECT id, debit, credit, amount, currency, expires_at, state FROM holds WHERE id IN (\(marks(holds.count)))"
+                    + tx.dialect.forUpdate,
+                holds.map { .text($0) })
+            loadedHolds = try rows.map(hold)
+        }
+        return Journal(accounts: kinds, balances: balances, holds: loadedHolds)
+    }
+
+    /// The whole books, for the audit.
+    static func loadAll(_ tx: any SQLTransaction) throws -> Journal {
+        var kinds: [AccountID: Journal.Kind] = [:]
+        for row in try tx.rows("SELECT id, kind FROM books", []) {
+            guard let kind = Journal.Kind(rawValue: try row.text(1)) else { throw StorageError.corrupt(column: 1, row.values[1]) }
+            kinds[AccountID(try row.text(0))] = kind
+        }
+        var balances: [AccountID: [String: Journal.Balance]] = [:]
+        for row in try tx.rows("SELECT book, currency, posted, held FROM balances", []) {
+            balances[AccountID(try row.text(0)), default: [:]][try row.text(1)] =
+                Journal.Balance(posted: try row.integer(2), held: UInt64(try row.integer(3)))
+        }
+        let holds = try tx.rows("SELECT id, debit, credit, amount, currency, expires_at, state FROM holds", []).map(hold)
+        let transfers = try tx.rows("SELECT id, debit, credit, amount, currency FROM transfers", []).map { row in
+            Journal.Transfer(id: try row.text(0), debit: AccountID(try row.text(1)), credit: AccountID(try row.text(2)),
+                amount: UInt64(try row.integer(3)), currency: try row.text(4))
+        }
+        return Journal(accounts: kinds, balances: balances, holds: holds, transfers: transfers)
+    }
+
+    static func save(_ tx: any SQLTransaction, _ journal: Journal, at now: Timestamp) throws {
+        let changes = journal.changes
+        for (book, kind) in changes.openedAccounts.sorted(by: { $0.key < $1.key }) {
+            try tx.run("INSERT INTO books (id, kind) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", [.text(book.rawValue), .text(kind.rawValue)])
+        }
+        for key in changes.balances.sorted(by: { ($0.account, $0.currency) < ($1.account, $1.currency) }) {
+            let balance = journal.balance(of: key.account, in: key.currency)
+            try tx.run(
+                """
+                INSERT INTO balances (book, currency, posted, held) VALUES (?, ?, ?, ?)
+                ON CONFLICT (book, currency) DO UPDATE SET posted = excluded.posted, held = excluded.held
+                """,
+                [.text(key.account.rawValue), .text(key.currency), .integer(balance.posted), .integer(Int64(balance.held))])
+        }
+        for transfer in changes.transfers {
+            try tx.run(
+                "INSERT INTO transfers (id, debit, credit, amount, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [.text(transfer.id), .text(transfer.debit.rawValue), .text(transfer.credit.rawValue),
+                 .integer(Int64(transfer.amount)), .text(transfer.currency), now.sqlValue])
+        }
+        for id in changes.holds.sorted() {
+            let hold = journal.holds[id]!
+            try tx.run(
+                """
+                INSERT INTO holds (id, debit, credit, amount, currency, expires_at, state) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET state = excluded.state
+                """,
+                [.text(hold.id), .text(hold.debit.rawValue), .text(hold.credit.rawValue), .integer(Int64(hold.amount)),
+                 .text(hold.currency), .integer(Int64(hold.expiresAt)), .text(hold.state.rawValue)])
+        }
+    }
+
+    static func balances(_ tx: any SQLTransaction, of book: AccountID) throws -> [BalanceResource] {
+        try tx.rows("SELECT currency, posted, held FROM balances WHERE book = ? ORDER BY currency", [.text(book.rawValue)]).map { row in
+            BalanceResource(currency: try row.text(0), posted: try row.integer(1), held: try row.integer(2))
+        }
+    }
+
+    /// `?, ?, …` for an IN list.
+    static func marks(_ count: Int) -> String { Array(repeating: "?", count: max(count, 1)).joined(separator: ", ") }
+
+    private static func hold(_ row: SQLRow) throws -> Journal.Hold {
+        guard let state = Journal.Hold.State(rawValue: try row.text(6)) else { throw StorageError.corrupt(column: 6, row.values[6]) }
+        return Journal.Hold(
+            id: try row.text(0), debit: AccountID(try row.text(1)), credit: AccountID(try row.text(2)),
+            amount: UInt64(try row.integer(3)), currency: try row.text(4), expiresAt: UInt64(try row.integer(5)), state: state)
+    }
+}
+
+extension Timestamp {
+    var sqlValue: SQLValue { .integer(Int64(millisecondsSince1970)) }
+}

@@ -1,0 +1,94 @@
+import BlepayLedger
+import BlepayProtocol
+import Crypto
+import Foundation
+
+/// Who is asking: the operator (admin token) or an enrolled device, which acts for its account.
+public enum Principal: Sendable, Hashable {
+    case admin
+    case device(Device)
+
+    /// The scope of idempotency keys and nonces.
+    public var id: String {
+        switch self {
+        case .admin: "admin"
+        case .device(let device): "device:\(device.id)"
+        }
+    }
+}
+
+/// An enrolled device as authentication needs it. The secret never leaves the ledger again after enrollment.
+public struct Device: Sendable, Hashable {
+    public let id: String
+    public let account: String
+    public let accountKind: CreateAccount.Kind
+    public let signingKey: Key32
+    public let secret: [UInt8]
+}
+
+/// The ledger's operations, each a function of one open transaction: it reads what it needs (locking what it
+/// changes), applies `BlepayLedger`'s rules, and writes the result. The caller (the HTTP server) wraps each in
+/// authentication and idempotency within the same transaction, so a request's effects, its nonce and its stored
+/// response commit together or not at all.
+public struct LedgerOperations: Sendable {
+    public let ledgerKey: SigningKey
+    /// How long a business's merchant certificate is valid.
+    public var certificateLifetimeMilliseconds: UInt64 = 365 * 24 * 3600 * 1000
+    /// Bounds of a pre-authorization's lifetime.
+    public var preAuthorizationLifetimes: ClosedRange<Int64> = 60...(30 * 24 * 3600)
+    public static let maximumSettlementItems = 100
+
+    public init(ledgerKey: SigningKey) { self.ledgerKey = ledgerKey }
+
+    public var ledgerKeyResource: LedgerKeyResource {
+        LedgerKeyResource(keyId: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey).bytes.hex, publicKey: ledgerKey.publicKey.bytes.hex)
+    }
+
+    static func randomID(_ prefix: String, bytes: Int = 10) -> String {
+        prefix + randomBytes(bytes).hex
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    static func decodeBase64(_ text: String, field: String) throws(APIError) -> [UInt8] {
+        guard let data = Data(base64Encoded: text) else { throw APIError.invalid(field, "invalid-base64", "\(field) is not base64") }
+        return [UInt8](data)
+    }
+
+    static func key(_ hex: String, field: String) throws(APIError) -> Key32 {
+        guard let bytes = Hex.decode(hex, limit: 32), bytes.count == 32, let key = try? Key32(bytes) else {
+            throw APIError.invalid(field, "invalid-key", "\(field) is 32 bytes of hex")
+        }
+        return key
+    }
+
+    static func text(_ value: String, field: String, limit: Int) throws(APIError) -> String {
+        do { return try Text.validate(value, field: field, limit: limit) } catch {
+            throw APIError.invalid(field, "invalid-text", error.message)
+        }
+    }
+
+    static func money(_ amount: Int64, _ currency: String, field: String = "amount") throws(APIError) -> Money {
+        do throws(ProtocolError) {
+            guard amount > 0 else { throw ProtocolError(.invalidValue, "an amount is more than 0") }
+            return try Money(minorUnits: UInt64(amount), currency: Currency(currency))
+        } catch {
+            throw APIError.invalid(field, "invalid-amount", error.message)
+        }
+    }
+
+    /// A base64 field holding one protocol message.
+    static func message<T>(_ field: String, base64 text: String, _ parse: ([UInt8]) throws(ProtocolError) -> T) throws(APIError) -> T {
+        let bytes = try decodeBase64(text, field: field)
+        return try decode(field) { () throws(ProtocolError) in try parse(bytes) }
+    }
+
+    static func decode<T>(_ what: String, _ body: () throws(ProtocolError) -> T) throws(APIError) -> T {
+        do { return try body() } catch {
+            throw APIError.invalid(what, error.code.rawValue, "\(what): \(error.message)")
+        }
+    }
+}

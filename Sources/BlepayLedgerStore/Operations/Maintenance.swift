@@ -1,0 +1,136 @@
+import BlepayLedger
+import BlepayProtocol
+import Foundation
+
+/// What time does to the books (expiry), what is kept of requests (idempotency records, nonces), and the audit.
+extension LedgerOperations {
+    /// Idempotency records outlive the longest offline window, so a queued retry still finds its answer.
+    public static let idempotencyRetentionMilliseconds: UInt64 = 31 * 24 * 3600 * 1000
+
+    public struct Expired: Sendable, Hashable {
+        public var payments: [String] = []
+        public var holds = 0
+        public var preAuthorizations = 0
+    }
+
+    /// Fails requests nobody accepted in time, releases holds and pre-authorizations past their time, and forgets
+    /// nonces and idempotency records that can no longer matter. At most `limit` of each per call.
+    public func expire(_ tx: any SQLTransaction, at now: Timestamp, limit: Int = 500) throws -> Expired {
+        var expired = Expired()
+        for row in try tx.rows(
+            "SELECT id FROM payments WHERE status = 'authorization_required' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+            [now.sqlValue, .integer(Int64(limit))])
+        {
+            let id = try Self.paymentID(try row.text(0))
+            guard var stored = try load(tx, id), stored.payment.expire(at: now) else { continue }
+            try update(tx, stored, at: now)
+            expired.payments.append(id.description)
+        }
+        let holds = try tx.rows(
+            "SELECT id, debit, credit FROM holds WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+            [now.sqlValue, .integer(Int64(limit))])
+        for row in holds {
+            var journal = try Books.load(tx, books: [AccountID(try row.text(1)), AccountID(try row.text(2))], holds: [try row.text(0)])
+            expired.holds += journal.expireHolds(at: now).count
+            try Books.save(tx, journal, at: now)
+        }
+        let due = now.millisecondsSince1970 >= PreAuthorization.settlementGraceMilliseconds
+            ? now.millisecondsSince1970 - PreAuthorization.settlementGraceMilliseconds : 0
+        for row in try tx.rows(
+            "SELECT id FROM pre_authorizations WHERE state = 'available' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+            [.integer(Int64(due)), .integer(Int64(limit))])
+        {
+            guard var (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0)) else { continue }
+            var journal = try Books.load(tx, books: [preAuthorization.escrow, preAuthorization.customer])
+            guard try preAuthorization.expire(at: now, journal: &journal) else { continue }
+            try Books.save(tx, journal, at: now)
+            try tx.run("UPDATE pre_authorizations SET state = ? WHERE id = ?", [.text(preAuthorization.state.rawValue), .text(try row.text(0))])
+            expired.preAuthorizations += 1
+        }
+        let nonceWindow = UInt64(2 * RequestAuthentication.window * 1000)
+        try tx.run("DELETE FROM nonces WHERE seen_at < ?", [.integer(Int64(now.millisecondsSince1970) - Int64(nonceWindow))])
+        try tx.run("DELETE FROM idempotency_keys WHERE created_at < ?",
+            [.integer(Int64(now.millisecondsSince1970) - Int64(Self.idempotencyRetentionMilliseconds))])
+        return expired
+    }
+
+    public func idempotencyRecord(_ tx: any SQLTransaction, principal: String, key: String) throws -> IdempotencyRecord? {
+        try tx.row("SELECT parameters_hash, status, response FROM idempotency_keys WHERE principal = ? AND key = ?",
+            [.text(principal), .text(key)]).map { row in
+            IdempotencyRecord(key: key, parametersHash: try row.text(0), status: Int(try row.integer(1)), response: try row.blob(2))
+        }
+    }
+
+    public func store(_ tx: any SQLTransaction, _ record: IdempotencyRecord, principal: String, at now: Timestamp) throws {
+        try tx.run(
+            "INSERT INTO idempotency_keys (principal, key, parameters_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [.text(principal), .text(record.key), .text(record.parametersHash), .integer(Int64(record.status)),
+             .blob(record.response), now.sqlValue])
+    }
+
+    /// Everything wrong with the books: the journal's own checks (every transfer balanced, balances equal to the
+    /// transfers and holds, none below zero), and every payment and pre-authorization against the postings its
+    /// status implies. Empty when sound.
+    public func audit(_ tx: any SQLTransaction) throws -> [String] {
+        let journal = try Books.loadAll(tx)
+        var problems = journal.audit()
+        for row in try tx.rows("SELECT id FROM payments ORDER BY id", []) {
+            guard let stored = try load(tx, try Self.paymentID(try row.text(0)), lock: false) else { continue }
+            problems += Self.audit(stored.payment, merchant: Self.merchantBook(stored.merchant), journal: journal)
+        }
+        for row in try tx.rows("SELECT id FROM pre_authorizations ORDER BY id", []) {
+            guard let (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0), lock: false) else { continue }
+            problems += Self.audit(preAuthorization, journal: journal)
+        }
+        return problems
+    }
+
+    static func audit(_ payment: LedgerPayment, merchant: AccountID, journal: Journal) -> [String] {
+        let name = "payment \(payment.request.paymentID)"
+        let transfer = journal.transfers[payment.transferID]
+        let hold = journal.holds[payment.holdID]
+        switch payment.status {
+        case .settled, .executed:
+            guard let acceptance = payment.acceptance else { return ["\(name) is \(payment.status.rawValue) without an acceptance"] }
+            var problems: [String] = []
+            if transfer?.amount != acceptance.total.minorUnits || transfer?.credit != merchant
+                || transfer?.debit != instrumentBook(acceptance.instrumentID)
+            {
+                problems.append("\(name) is \(payment.status.rawValue) but its transfer is \(transfer.map { "\($0)" } ?? "missing")")
+            }
+            if hold?.state != .posted { problems.append("\(name) is \(payment.status.rawValue) but its hold is not posted") }
+            return problems
+        case .authorized:
+            return hold?.state == .pending && transfer == nil ? [] : ["\(name) is authorized without exactly a pending hold"]
+        case .authorizationRequired, .authorizing, .cancelled, .failed:
+            var problems: [String] = []
+            if transfer != nil { problems.append("\(name) is \(payment.status.rawValue) but money moved") }
+            if hold?.state == .pending || hold?.state == .posted {
+                problems.append("\(name) is \(payment.status.rawValue) but its hold is \(hold!.state.rawValue)")
+            }
+            return problems
+        }
+    }
+
+    static func audit(_ preAuthorization: PreAuthorization, journal: Journal) -> [String] {
+        let voucher = preAuthorization.voucher
+        let name = "pre-authorization \(voucher.voucherID)"
+        var problems: [String] = []
+        let reserve = journal.transfers["reserve:\(voucher.voucherID)"]
+        if reserve?.amount != voucher.limit.minorUnits || reserve?.credit != preAuthorization.escrow {
+            problems.append("\(name) reserved \(reserve.map { "\($0.amount)" } ?? "nothing"), not its limit")
+        }
+        for (payment, use) in preAuthorization.uses where journal.transfers["offline:\(payment)"]?.amount != use.total {
+            problems.append("\(name): offline payment \(payment) settled without its transfer")
+        }
+        let rest = voucher.limit.minorUnits - preAuthorization.spent
+        let released = journal.transfers["release:\(voucher.voucherID)"]?.amount ?? 0
+        let expectedRelease = preAuthorization.state == .available ? 0 : rest
+        if released != expectedRelease { problems.append("\(name) is \(preAuthorization.state.rawValue) but released \(released)") }
+        let escrow = journal.balance(of: preAuthorization.escrow, in: voucher.limit.currency.code).posted
+        if escrow != Int64(voucher.limit.minorUnits) - Int64(preAuthorization.spent) - Int64(released) {
+            problems.append("\(name): escrow holds \(escrow)")
+        }
+        return problems
+    }
+}

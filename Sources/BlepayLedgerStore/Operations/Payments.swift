@@ -1,0 +1,184 @@
+import BlepayLedger
+import BlepayProtocol
+import Foundation
+
+/// Payments: created by the business with its signed request, accepted with the customer's signed acceptance
+/// (authorized and executed at once: money between the ledger's own books is final), cancelled, expired.
+extension LedgerOperations {
+    struct StoredPayment {
+        var payment: LedgerPayment
+        let merchant: String
+        var customer: String?
+    }
+
+    public func createPayment(_ tx: any SQLTransaction, _ body: CreatePayment, device: Device, at now: Timestamp) throws -> PaymentResource {
+        guard device.accountKind == .merchant else { throw APIError.forbidden("only business devices create payments") }
+        let request = try Self.message("request", base64: body.request) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+        guard request.merchantID == device.account, isValidSignature(request.signature, of: request.signingBytes, by: device.signingKey)
+        else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by this device for its merchant")) }
+        if let stored = try load(tx, request.paymentID) {
+            guard stored.payment.request == request else { throw APIError(LedgerError(.idConflict, "payment \(request.paymentID) exists")) }
+            return try resource(stored)
+        }
+        guard now < request.expiresAt else { throw APIError(LedgerError(.expired, "the request expired")) }
+        let stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: device.account, customer: nil)
+        try insert(tx, stored, at: now)
+        return try resource(stored)
+    }
+
+    /// Takes the customer's acceptance and executes the payment. The business forwards it, or the customer's
+    /// device sends it itself (with the request, if the business never reached the ledger). A wrong acceptance
+    /// is refused and leaves the payment open for a valid one; insufficient funds or a blocked instrument fail it.
+    public func acceptPayment(_ tx: any SQLTransaction, id: String, _ body: AcceptPayment, device: Device, at now: Timestamp) throws
+        -> PaymentResource
+    {
+        let acceptance = try Self.message("acceptance", base64: body.acceptance) { bytes throws(ProtocolError) in
+            try PaymentAcceptance(encoded: bytes)
+        }
+        guard acceptance.paymentID.description == id else {
+            throw APIError.invalid("acceptance", "payment-mismatch", "the acceptance is for another payment")
+        }
+        guard acceptance.preAuthorization == nil else {
+            throw APIError.invalid("acceptance", "offline-acceptance", "offline acceptances are settled with POST /v1/settlements")
+        }
+        var stored: StoredPayment
+        if let existing = try load(tx, acceptance.paymentID) {
+            stored = existing
+        } else {
+            guard let requestText = body.request else { throw APIError.notFound("payment") }
+            let request = try Self.message("request", base64: requestText) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+            guard request.paymentID == acceptance.paymentID,
+                try merchantKeys(tx, merchant: request.merchantID).contains(where: { key in
+                    isValidSignature(request.signature, of: request.signingBytes, by: key)
+                })
+            else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by a device of its merchant")) }
+            stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: request.merchantID, customer: nil)
+            try insert(tx, stored, at: now)
+        }
+        let isCustomer = device.accountKind == .customer && device.signingKey == acceptance.customerKey
+        guard device.account == stored.merchant || isCustomer else { throw APIError.notFound("payment") }
+        if stored.payment.acceptance == acceptance { return try resource(stored) }
+
+        guard let instrument = try tx.row(
+            """
+            SELECT i.type, i.blocked, i.account FROM instruments i JOIN devices d ON d.account = i.account
+            WHERE i.id = ? AND d.signing_key = ?
+            """, [.text(acceptance.instrumentID), .blob(acceptance.customerKey.bytes)]),
+            (try instrument.text(0) == CreateInstrument.Kind.delegated.rawValue) == acceptance.delegatedInstrument
+        else { throw APIError(LedgerError(.unknownAccount, "no such instrument of the accepting customer")) }
+
+        let book = Self.instrumentBook(acceptance.instrumentID)
+        var journal = try Books.load(tx, books: [book, Self.merchantBook(stored.merchant)], holds: [stored.payment.holdID])
+        do {
+            try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, at: now)
+        } catch { throw APIError(error) }
+        stored.customer = try instrument.text(2)
+        if try instrument.integer(1) != 0 {
+            try stored.payment.refuse(.blocked, at: now)
+        } else {
+            do {
+                try stored.payment.authorize(in: &journal, from: book, to: Self.merchantBook(stored.merchant), at: now)
+                try stored.payment.execute(in: &journal, at: now)
+            } catch {
+                // The refusal is the payment's outcome (now `failed`), not an error of this request.
+            }
+        }
+        try Books.save(tx, journal, at: now)
+        try update(tx, stored, at: now)
+        return try resource(stored)
+    }
+
+    /// The business withdraws its request before anyone accepted it; cancelling twice is a no-op.
+    public func cancelPayment(_ tx: any SQLTransaction, id: String, device: Device, at now: Timestamp) throws -> PaymentResource {
+        guard var stored = try load(tx, try Self.paymentID(id)), stored.merchant == device.account else {
+            throw APIError.notFound("payment")
+        }
+        if stored.payment.status != .cancelled {
+            do { try stored.payment.cancel(at: now) } catch { throw APIError(error) }
+            try update(tx, stored, at: now)
+        }
+        return try resource(stored)
+    }
+
+    /// A payment as its merchant, its paying customer, or the operator may see it.
+    public func payment(_ tx: any SQLTransaction, id: String, for principal: Principal) throws -> PaymentResource {
+        guard let stored = try load(tx, try Self.paymentID(id), lock: false) else { throw APIError.notFound("payment") }
+        if case .device(let device) = principal, device.account != stored.merchant, device.account != stored.customer {
+            throw APIError.notFound("payment")
+        }
+        return try resource(stored)
+    }
+
+    /// The payment's status and when it last changed, for long polls.
+    public func paymentVersion(_ tx: any SQLTransaction, id: String) throws -> String? {
+        try tx.row("SELECT status, updated_at FROM payments WHERE id = ?", [.text(id)]).map { row in
+            "\(try row.text(0))@\(try row.integer(1))"
+        }
+    }
+
+    static func paymentID(_ text: String) throws(APIError) -> PaymentID {
+        guard let bytes = Hex.decode(text, limit: 16), let id = try? PaymentID(bytes: bytes), id.description == text.lowercased()
+        else { throw APIError.notFound("payment") }
+        return id
+    }
+
+    func load(_ tx: any SQLTransaction, _ id: PaymentID, lock: Bool = true) throws -> StoredPayment? {
+        guard let row = try tx.row(
+            "SELECT merchant, request, acceptance, customer, failure, history FROM payments WHERE id = ?"
+                + (lock ? tx.dialect.forUpdate : ""), [.text(id.description)])
+        else { return nil }
+        do {
+            let request = try PaymentRequest(encoded: try row.blob(1))
+            let acceptance = try row.optionalBlob(2).map { bytes throws(ProtocolError) in try PaymentAcceptance(encoded: bytes) }
+            let failure = row.values[4] == .null ? nil : PaymentErrorCode(rawValue: UInt16(try row.integer(4)))
+            let history = try JSONDecoder().decode([PaymentResource.Change].self, from: Data(try row.blob(5)))
+            return StoredPayment(
+                payment: LedgerPayment(request: request, acceptance: acceptance, failure: failure,
+                    history: history.map { LedgerPayment.Change(status: $0.status, at: Timestamp(millisecondsSince1970: $0.at)) }),
+                merchant: try row.text(0), customer: try row.optionalText(3))
+        } catch let error as ProtocolError {
+            throw StorageError(.corrupt, "payment \(id): \(error)")
+        }
+    }
+
+    func insert(_ tx: any SQLTransaction, _ stored: StoredPayment, at now: Timestamp) throws {
+        try tx.run(
+            """
+            INSERT INTO payments (id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at, updated_at)
+            VALUES (?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?)
+            """,
+            [.text(stored.payment.request.paymentID.description), .text(stored.merchant), .blob(stored.payment.request.encoded),
+             .text(stored.payment.status.rawValue), .blob(try Self.history(stored.payment)),
+             stored.payment.request.expiresAt.sqlValue, now.sqlValue])
+    }
+
+    func update(_ tx: any SQLTransaction, _ stored: StoredPayment, at now: Timestamp) throws {
+        let payment = stored.payment
+        try tx.run(
+            """
+            UPDATE payments SET status = ?, acceptance = ?, customer = ?, instrument = ?, failure = ?, history = ?, updated_at = ?
+            WHERE id = ?
+            """,
+            [.text(payment.status.rawValue), payment.acceptance.map { .blob($0.encoded) } ?? .null,
+             stored.customer.map { .text($0) } ?? .null, payment.acceptance.map { .text($0.instrumentID) } ?? .null,
+             payment.failure.map { .integer(Int64($0.rawValue)) } ?? .null, .blob(try Self.history(payment)), now.sqlValue,
+             .text(payment.request.paymentID.description)])
+    }
+
+    static func history(_ payment: LedgerPayment) throws -> [UInt8] {
+        Array(try JSONEncoder().encode(payment.history.map { PaymentResource.Change(status: $0.status, at: $0.at.millisecondsSince1970) }))
+    }
+
+    func resource(_ stored: StoredPayment) throws -> PaymentResource {
+        let payment = stored.payment
+        let receipt = payment.status == .settled ? try payment.receipt(signedBy: ledgerKey) : nil
+        return PaymentResource(
+            id: payment.request.paymentID.description, status: payment.status,
+            amount: Int64(payment.request.amount.minorUnits), tip: Int64(payment.acceptance?.tipMinorUnits ?? 0),
+            currency: payment.request.amount.currency.code, reference: payment.request.reference, merchantId: stored.merchant,
+            instrumentId: payment.acceptance?.instrumentID, failureReason: payment.failure?.name,
+            expiresAt: payment.request.expiresAt.millisecondsSince1970,
+            history: payment.history.map { PaymentResource.Change(status: $0.status, at: $0.at.millisecondsSince1970) },
+            receipt: receipt.map { Data($0.encoded).base64EncodedString() })
+    }
+}

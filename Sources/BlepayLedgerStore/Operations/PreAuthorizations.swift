@@ -1,0 +1,129 @@
+import BlepayLedger
+import BlepayProtocol
+import Foundation
+
+/// Pre-authorizations for offline payments, and the settlement of those payments when a side is back online.
+extension LedgerOperations {
+    public func createPreAuthorization(_ tx: any SQLTransaction, _ body: CreatePreAuthorization, device: Device,
+        at now: Timestamp) throws -> PreAuthorizationResource
+    {
+        guard device.accountKind == .customer else { throw APIError.forbidden("only customer devices pre-authorize") }
+        let limit = try Self.money(body.amount, body.currency)
+        guard preAuthorizationLifetimes.contains(body.lifetimeSeconds) else {
+            throw APIError.invalid("lifetimeSeconds", "out-of-range",
+                "a pre-authorization lasts \(preAuthorizationLifetimes.lowerBound) to \(preAuthorizationLifetimes.upperBound) s")
+        }
+        let instrument = try instrument(tx, body.instrumentId, account: device.account)
+        guard !instrument.blocked else { throw APIError(status: 422, code: "ledger.blocked", "the instrument is blocked", paymentError: .blocked) }
+        let id = try FixedBytes<Bytes8>(Self.randomBytes(8))
+        var journal = try Books.load(tx, books: [Self.instrumentBook(instrument.id)])
+        let preAuthorization: PreAuthorization
+        do {
+            preAuthorization = try PreAuthorization.issue(
+                id: id, instrumentID: instrument.id, customerKey: device.signingKey, customer: Self.instrumentBook(instrument.id),
+                limit: limit, lifetimeMilliseconds: UInt64(body.lifetimeSeconds) * 1000, at: now, ledgerKey: ledgerKey,
+                journal: &journal)
+        } catch { throw APIError(error) }
+        try Books.save(tx, journal, at: now)
+        try tx.run(
+            """
+            INSERT INTO pre_authorizations (id, account, instrument, voucher, state, expires_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(id.description), .text(device.account), .text(instrument.id), .blob(preAuthorization.voucher.encoded),
+             .text(preAuthorization.state.rawValue), preAuthorization.voucher.expiresAt.sqlValue, now.sqlValue])
+        return resource(preAuthorization)
+    }
+
+    public func preAuthorization(_ tx: any SQLTransaction, id: String, account: String?) throws -> PreAuthorizationResource {
+        guard let (preAuthorization, owner) = try loadPreAuthorization(tx, id, lock: false), account == nil || owner == account else {
+            throw APIError.notFound("pre-authorization")
+        }
+        return resource(preAuthorization)
+    }
+
+    /// The customer returns what is left; offline payments not yet settled can no longer be.
+    public func voidPreAuthorization(_ tx: any SQLTransaction, id: String, device: Device, at now: Timestamp) throws
+        -> PreAuthorizationResource
+    {
+        guard var (preAuthorization, owner) = try loadPreAuthorization(tx, id), owner == device.account else {
+            throw APIError.notFound("pre-authorization")
+        }
+        if preAuthorization.state == .voided { return resource(preAuthorization) }
+        var journal = try Books.load(tx, books: [preAuthorization.escrow, preAuthorization.customer])
+        do { try preAuthorization.void(journal: &journal) } catch { throw APIError(error) }
+        try Books.save(tx, journal, at: now)
+        try tx.run("UPDATE pre_authorizations SET state = ? WHERE id = ?", [.text(preAuthorization.state.rawValue), .text(id)])
+        return resource(preAuthorization)
+    }
+
+    /// Settles offline payments, each on its own: a result per item, in order. Either party may send them, as
+    /// often as it likes: a payment settles once (`already_settled` after that).
+    public func settle(_ tx: any SQLTransaction, _ batch: SettlementBatch, device: Device, at now: Timestamp) throws -> SettlementResults {
+        guard (1...Self.maximumSettlementItems).contains(batch.items.count) else {
+            throw APIError.invalid("items", "count", "a batch has 1 to \(Self.maximumSettlementItems) items")
+        }
+        return SettlementResults(results: try batch.items.map { item in try settle(tx, item, device: device, at: now) })
+    }
+
+    private func settle(_ tx: any SQLTransaction, _ item: SettlementBatch.Item, device: Device, at now: Timestamp) throws
+        -> SettlementResults.Item
+    {
+        guard let requestBytes = Data(base64Encoded: item.request), let acceptanceBytes = Data(base64Encoded: item.acceptance),
+            let request = try? PaymentRequest(encoded: [UInt8](requestBytes)),
+            let acceptance = try? PaymentAcceptance(encoded: [UInt8](acceptanceBytes))
+        else { return SettlementResults.Item(paymentId: nil, result: .malformed) }
+        let paymentID = request.paymentID.description
+        let isParty = device.account == request.merchantID || device.signingKey == acceptance.customerKey
+        guard isParty, let voucherID = acceptance.preAuthorization?.voucher.voucherID,
+            var (preAuthorization, _) = try loadPreAuthorization(tx, voucherID.description)
+        else { return SettlementResults.Item(paymentId: paymentID, result: .unknownVoucher) }
+        guard let merchantKey = try merchantKeys(tx, merchant: request.merchantID).first(where: { key in
+            isValidSignature(request.signature, of: request.signingBytes, by: key)
+        }) else { return SettlementResults.Item(paymentId: paymentID, result: .badSignature) }
+        let merchant = Self.merchantBook(request.merchantID)
+        var journal = try Books.load(tx, books: [preAuthorization.escrow, merchant])
+        let result = preAuthorization.settle(
+            request, acceptance, merchantKey: merchantKey, merchant: merchant,
+            ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]), journal: &journal)
+        if result == .settled, let use = preAuthorization.uses[request.paymentID] {
+            try Books.save(tx, journal, at: now)
+            try tx.run(
+                """
+                INSERT INTO pre_authorization_uses (pre_authorization, payment, sequence, total, merchant, request, acceptance, settled_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(voucherID.description), .text(paymentID), .integer(Int64(use.sequence)), .integer(Int64(use.total)),
+                 .text(request.merchantID), .blob(request.encoded), .blob(acceptance.encoded), now.sqlValue])
+        }
+        return SettlementResults.Item(paymentId: paymentID, result: result)
+    }
+
+    func loadPreAuthorization(_ tx: any SQLTransaction, _ id: String, lock: Bool = true) throws -> (PreAuthorization, String)? {
+        guard let row = try tx.row(
+            "SELECT voucher, state, account, instrument FROM pre_authorizations WHERE id = ?" + (lock ? tx.dialect.forUpdate : ""),
+            [.text(id)])
+        else { return nil }
+        var uses: [PaymentID: PreAuthorization.Use] = [:]
+        for use in try tx.rows("SELECT payment, sequence, total FROM pre_authorization_uses WHERE pre_authorization = ?", [.text(id)]) {
+            guard let bytes = Hex.decode(try use.text(0), limit: 16), let payment = try? PaymentID(bytes: bytes) else {
+                throw StorageError(.corrupt, "a use of pre-authorization \(id)")
+            }
+            uses[payment] = PreAuthorization.Use(sequence: UInt32(try use.integer(1)), total: UInt64(try use.integer(2)))
+        }
+        guard let voucher = try? PreAuthorizationVoucher(encoded: try row.blob(0)),
+            let state = PreAuthorization.State(rawValue: try row.text(1))
+        else { throw StorageError(.corrupt, "pre-authorization \(id)") }
+        let preAuthorization = PreAuthorization(
+            voucher: voucher, customer: Self.instrumentBook(try row.text(3)), state: state, uses: uses)
+        return (preAuthorization, try row.text(2))
+    }
+
+    func resource(_ preAuthorization: PreAuthorization) -> PreAuthorizationResource {
+        let voucher = preAuthorization.voucher
+        return PreAuthorizationResource(
+            id: voucher.voucherID.description, instrumentId: voucher.instrumentID, state: preAuthorization.state,
+            limit: Int64(voucher.limit.minorUnits), spent: Int64(preAuthorization.spent), currency: voucher.limit.currency.code,
+            expiresAt: voucher.expiresAt.millisecondsSince1970, voucher: Data(voucher.encoded).base64EncodedString())
+    }
+}

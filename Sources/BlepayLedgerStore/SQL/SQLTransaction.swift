@@ -1,0 +1,75 @@
+/// A value bound to or read from SQL. Integers are 64-bit in both databases; there are no floats and no booleans
+/// (0 and 1), so the two dialects read back exactly what was written.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// One result row, columns in the order the query selected them.
+public struct SQLRow: Sendable, Hashable {
+    public let values: [SQLValue]
+
+    public init(_ values: [SQLValue]) { self.values = values }
+
+    public func integer(_ column: Int) throws(StorageError) -> Int64 {
+        guard case .integer(let value) = values[column] else { throw StorageError.corrupt(column: column, values[column]) }
+        return value
+    }
+
+    public func text(_ column: Int) throws(StorageError) -> String {
+        guard case .text(let value) = values[column] else { throw StorageError.corrupt(column: column, values[column]) }
+        return value
+    }
+
+    public func blob(_ column: Int) throws(StorageError) -> [UInt8] {
+        guard case .blob(let value) = values[column] else { throw StorageError.corrupt(column: column, values[column]) }
+        return value
+    }
+
+    public func optionalText(_ column: Int) throws(StorageError) -> String? {
+        values[column] == .null ? nil : try text(column)
+    }
+
+    public func optionalBlob(_ column: Int) throws(StorageError) -> [UInt8]? {
+        values[column] == .null ? nil : try blob(column)
+    }
+}
+
+public enum SQLDialect: Sendable, Hashable {
+    case sqlite, postgres
+
+    /// Appended to a SELECT that reads rows the transaction will change. SQLite's write transactions are
+    /// exclusive already; PostgreSQL locks the rows so concurrent ledger processes serialize on them.
+    public var forUpdate: String { self == .postgres ? " FOR UPDATE" : "" }
+}
+
+/// Statements inside one transaction. SQL is written with `?` placeholders; each dialect binds them its own way.
+public protocol SQLTransaction {
+    var dialect: SQLDialect { get }
+    func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow]
+    /// Returns the number of rows changed.
+    @discardableResult
+    func run(_ sql: String, _ binds: [SQLValue]) throws -> Int
+    /// Runs `body` in a savepoint: if it throws, what it did is undone and the transaction goes on.
+    func savepoint<T>(_ body: () throws -> T) throws -> T
+}
+
+extension SQLTransaction {
+    public func row(_ sql: String, _ binds: [SQLValue]) throws -> SQLRow? { try rows(sql, binds).first }
+}
+
+/// A database the ledger keeps its books in.
+public protocol LedgerStorage: Sendable {
+    var dialect: SQLDialect { get }
+    /// Runs `body` in one read-write transaction: committed durably before this returns, or rolled back whole if
+    /// `body` throws (its error is rethrown). Bodies may run more than once when the database asks for a retry
+    /// (a serialization conflict), so they must do nothing but SQL.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T
+    /// Runs `body` on a consistent snapshot, without changing anything.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T
+    /// Creates or upgrades the schema.
+    func migrate() async throws
+    func close() async throws
+}

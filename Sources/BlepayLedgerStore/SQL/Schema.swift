@@ -1,0 +1,78 @@
+import Foundation
+
+/// The ledger's tables, one list of migrations for both databases. Amounts are minor units, times are
+/// milliseconds since 1970, keys and signed messages are their exact bytes. Rows of transfers are never
+/// updated or deleted: the books are corrected by new transfers only.
+enum Schema {
+    static let migrations: [String] = [
+        """
+        CREATE TABLE accounts (
+            id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
+            enrollment_token_hash BLOB NOT NULL, created_at INTEGER NOT NULL);
+        CREATE TABLE books (
+            id TEXT PRIMARY KEY, kind TEXT NOT NULL);
+        CREATE TABLE balances (
+            book TEXT NOT NULL REFERENCES books(id), currency TEXT NOT NULL,
+            posted INTEGER NOT NULL, held INTEGER NOT NULL CHECK (held >= 0), PRIMARY KEY (book, currency));
+        CREATE TABLE transfers (
+            id TEXT PRIMARY KEY, debit TEXT NOT NULL REFERENCES books(id), credit TEXT NOT NULL REFERENCES books(id),
+            amount INTEGER NOT NULL CHECK (amount > 0), currency TEXT NOT NULL, created_at INTEGER NOT NULL);
+        CREATE TABLE holds (
+            id TEXT PRIMARY KEY, debit TEXT NOT NULL REFERENCES books(id), credit TEXT NOT NULL REFERENCES books(id),
+            amount INTEGER NOT NULL CHECK (amount > 0), currency TEXT NOT NULL, expires_at INTEGER NOT NULL,
+            state TEXT NOT NULL);
+        CREATE INDEX holds_pending ON holds (expires_at) WHERE state = 'pending';
+        CREATE TABLE devices (
+            id TEXT PRIMARY KEY, account TEXT NOT NULL REFERENCES accounts(id), name TEXT NOT NULL,
+            signing_key BLOB NOT NULL UNIQUE, noise_key BLOB, secret BLOB NOT NULL, certificate BLOB,
+            created_at INTEGER NOT NULL);
+        CREATE TABLE instruments (
+            id TEXT PRIMARY KEY, account TEXT NOT NULL REFERENCES accounts(id), type TEXT NOT NULL,
+            details TEXT NOT NULL, blocked INTEGER NOT NULL, created_at INTEGER NOT NULL);
+        CREATE INDEX instruments_account ON instruments (account);
+        CREATE TABLE payments (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL REFERENCES accounts(id), request BLOB NOT NULL,
+            status TEXT NOT NULL, acceptance BLOB, customer TEXT, instrument TEXT, failure INTEGER,
+            history BLOB NOT NULL, expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+        CREATE INDEX payments_open ON payments (expires_at) WHERE status = 'authorization_required';
+        CREATE TABLE pre_authorizations (
+            id TEXT PRIMARY KEY, account TEXT NOT NULL REFERENCES accounts(id), instrument TEXT NOT NULL,
+            voucher BLOB NOT NULL, state TEXT NOT NULL, expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL);
+        CREATE TABLE pre_authorization_uses (
+            pre_authorization TEXT NOT NULL REFERENCES pre_authorizations(id), payment TEXT NOT NULL UNIQUE,
+            sequence INTEGER NOT NULL, total INTEGER NOT NULL, merchant TEXT NOT NULL,
+            request BLOB NOT NULL, acceptance BLOB NOT NULL, settled_at INTEGER NOT NULL,
+            PRIMARY KEY (pre_authorization, sequence));
+        CREATE TABLE idempotency_keys (
+            principal TEXT NOT NULL, key TEXT NOT NULL, parameters_hash TEXT NOT NULL, status INTEGER NOT NULL,
+            response BLOB NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (principal, key));
+        CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+        CREATE TABLE nonces (
+            device TEXT NOT NULL, nonce TEXT NOT NULL, seen_at INTEGER NOT NULL, PRIMARY KEY (device, nonce));
+        CREATE INDEX nonces_age ON nonces (seen_at);
+        """
+    ]
+
+    /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers and bytes differently.
+    static func statements(_ migration: String, for dialect: SQLDialect) -> [String] {
+        let text = dialect == .postgres
+            ? migration.replacingOccurrences(of: " INTEGER", with: " BIGINT").replacingOccurrences(of: " BLOB", with: " BYTEA")
+            : migration
+        return text.split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+    }
+
+    /// Applies the migrations `transaction` has not seen yet.
+    static func migrate(_ transaction: any SQLTransaction) throws {
+        try transaction.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)", [])
+        let current = try transaction.row("SELECT MAX(version) FROM schema_version", []).flatMap { row in
+            row.values[0] == .null ? nil : try row.integer(0)
+        } ?? 0
+        guard current <= migrations.count else {
+            throw StorageError(.schemaTooNew, "the database has schema \(current); this ledger knows \(migrations.count)")
+        }
+        for (index, migration) in migrations.enumerated() where index + 1 > current {
+            for statement in statements(migration, for: transaction.dialect) { try transaction.run(statement, []) }
+            try transaction.run("INSERT INTO schema_version (version) VALUES (?)", [.integer(Int64(index + 1))])
+        }
+    }
+}
