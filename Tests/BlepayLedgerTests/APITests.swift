@@ -9,29 +9,29 @@ import Testing
 
     func verify(
         method: String = "POST", path: String = "/v1/payments", timestamp: Int64? = nil, nonce: String? = "n-1",
-        signature: String? = nil, body: [UInt8]? = nil, key: SymmetricKey? = nil, nonces: inout NonceWindow
+        signature: String? = nil, body: [UInt8]? = nil, key: SymmetricKey? = nil, nonces: inout Set<String>
     ) -> RequestAuthentication.Failure.Code? {
         let timestamp = timestamp ?? now
         let signature = signature ?? RequestAuthentication.sign(
             method: "POST", path: "/v1/payments", timestamp: timestamp, nonce: nonce ?? "", body: self.body,
             secret: key ?? secret)
         do {
-            try RequestAuthentication.verify(
+            let nonce = try RequestAuthentication.verify(
                 method: method, path: path, timestamp: timestamp, nonce: nonce, signature: signature,
-                body: body ?? self.body, secret: secret, now: now, nonces: &nonces)
-            return nil
+                body: body ?? self.body, secret: secret, now: now)
+            return nonces.insert(nonce).inserted ? nil : .reusedNonce
         } catch { return error.code }
     }
 
     @Test func aSignedFreshRequestPassesOnce() {
-        var nonces = NonceWindow()
+        var nonces = Set<String>()
         #expect(verify(nonces: &nonces) == nil)
         #expect(verify(nonces: &nonces) == .reusedNonce)
         #expect(verify(nonce: "n-2", nonces: &nonces) == nil)
     }
 
     @Test func anythingAlteredFailsTheMAC() {
-        var nonces = NonceWindow()
+        var nonces = Set<String>()
         #expect(verify(method: "GET", nonces: &nonces) == .badSignature)
         #expect(verify(path: "/v1/payments/other", nonces: &nonces) == .badSignature)
         #expect(verify(body: Array(#"{"amount":9999}"#.utf8), nonces: &nonces) == .badSignature)
@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func staleOrIncompleteRequestsAreRefused() {
-        var nonces = NonceWindow()
+        var nonces = Set<String>()
         #expect(verify(timestamp: now - 301, nonces: &nonces) == .staleTimestamp)
         #expect(verify(timestamp: now + 301, nonces: &nonces) == .staleTimestamp)
         #expect(verify(timestamp: now - 300, nonces: &nonces) == nil)

@@ -39,11 +39,13 @@ public enum RequestAuthentication {
         return mac.hex
     }
 
-    /// Checks a request's MAC and freshness; `nonces` remembers the nonces seen within the window.
+    /// Checks a request's MAC and freshness and returns its nonce, which the caller then spends: a device's nonce
+    /// is accepted once within `2 × window` (older requests are stale anyway), and a second use is `.reusedNonce`.
+    /// Only a valid request gets this far, so a forger cannot burn someone else's nonces.
     public static func verify(
         method: String, path: String, timestamp: Int64?, nonce: String?, signature: String?, body: [UInt8],
-        secret: SymmetricKey, now: Int64, nonces: inout NonceWindow
-    ) throws(Failure) {
+        secret: SymmetricKey, now: Int64
+    ) throws(Failure) -> String {
         guard let timestamp, let nonce, !nonce.isEmpty, nonce.utf8.count <= 64, let signature,
             let mac = Hex.decode(signature, limit: SHA256.byteCount)
         else { throw Failure(.missingHeader) }
@@ -52,23 +54,6 @@ public enum RequestAuthentication {
         guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: data, using: secret) else {
             throw Failure(.badSignature)
         }
-        // Only a valid request spends its nonce, so a forger cannot burn someone else's.
-        guard nonces.insert(nonce, at: timestamp, now: now) else { throw Failure(.reusedNonce) }
-    }
-}
-
-/// The nonces seen in the last `2 × window` seconds; older ones are forgotten, as their timestamps are stale anyway.
-public struct NonceWindow: Sendable {
-    private var seen: [String: Int64] = [:]
-
-    public init() {}
-
-    public var count: Int { seen.count }
-
-    mutating func insert(_ nonce: String, at timestamp: Int64, now: Int64) -> Bool {
-        seen = seen.filter { now - $0.value <= 2 * RequestAuthentication.window }
-        guard seen[nonce] == nil else { return false }
-        seen[nonce] = timestamp
-        return true
+        return nonce
     }
 }

@@ -338,3 +338,9 @@ public struct ErrorBody: Codable, Sendable, Hashable {
 
     public init(_ error: Detail) { self.error = error }
 }
+
+public struct InstrumentList: Codable, Sendable, Hashable {
+    public let instruments: [InstrumentResource]
+
+    public init(instruments: [InstrumentResource]) { self.instruments = instruments }
+}

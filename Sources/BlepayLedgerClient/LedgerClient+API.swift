@@ -1,0 +1,98 @@
+import BlepayLedger
+import BlepayProtocol
+import Foundation
+
+/// The API's calls, typed. Paths and bodies are `docs/ledger-openapi.yaml`'s.
+extension LedgerClient {
+    public func ledgerKey() async throws(LedgerClientError) -> LedgerKeyResource { try await get("/v1/ledger-key") }
+
+    // The operator (bearer: the admin token).
+    public func createAccount(_ body: CreateAccount) async throws(LedgerClientError) -> AccountResource {
+        try await post("/v1/accounts", body)
+    }
+
+    public func account(_ id: String) async throws(LedgerClientError) -> AccountResource {
+        try await get("/v1/accounts/\(id)")
+    }
+
+    public func deposit(_ body: Deposit, into instrument: String) async throws(LedgerClientError) -> InstrumentResource {
+        try await post("/v1/instruments/\(instrument)/deposits", body)
+    }
+
+    public func block(_ instrument: String, _ blocked: Bool = true) async throws(LedgerClientError) -> InstrumentResource {
+        try await post("/v1/instruments/\(instrument)/\(blocked ? "block" : "unblock")", Empty())
+    }
+
+    // Enrollment (bearer: the account's enrollment token).
+    public func enroll(_ body: RegisterDevice) async throws(LedgerClientError) -> DeviceResource {
+        try await post("/v1/devices", body, operation: "enroll-\(body.signingKey)")
+    }
+
+    // Devices (HMAC-signed).
+    public func ownAccount() async throws(LedgerClientError) -> AccountResource { try await get("/v1/account") }
+
+    public func addInstrument(_ body: CreateInstrument) async throws(LedgerClientError) -> InstrumentResource {
+        try await post("/v1/instruments", body)
+    }
+
+    public func instruments() async throws(LedgerClientError) -> [InstrumentResource] {
+        try await get("/v1/instruments", as: InstrumentList.self).instruments
+    }
+
+    public func createPayment(_ request: PaymentRequest) async throws(LedgerClientError) -> PaymentResource {
+        try await post("/v1/payments", CreatePayment(request: Self.base64(request.encoded)),
+            operation: "create-\(request.paymentID)")
+    }
+
+    /// Executes with the customer's acceptance; `request` lets the ledger create the payment if the business never
+    /// reached it.
+    public func accept(_ acceptance: PaymentAcceptance, request: PaymentRequest?) async throws(LedgerClientError)
+        -> PaymentResource
+    {
+        try await post("/v1/payments/\(acceptance.paymentID)/acceptance",
+            AcceptPayment(acceptance: Self.base64(acceptance.encoded), request: request.map { Self.base64($0.encoded) }),
+            operation: "accept-\(acceptance.paymentID)")
+    }
+
+    public func cancelPayment(_ id: PaymentID) async throws(LedgerClientError) -> PaymentResource {
+        try await post("/v1/payments/\(id)/cancel", Empty(), operation: "cancel-\(id)")
+    }
+
+    /// The payment; with `waitingWhile`, the ledger holds the answer (up to `seconds`, at most 10) while the status
+    /// is still that one.
+    public func payment(_ id: PaymentID, waitingWhile status: LedgerPayment.Status? = nil, seconds: Int = 10)
+        async throws(LedgerClientError) -> PaymentResource
+    {
+        let query = status.map { "?status=\($0.rawValue)&wait=\(min(seconds, 10))" } ?? ""
+        return try await get("/v1/payments/\(id)\(query)")
+    }
+
+    public func createPreAuthorization(_ body: CreatePreAuthorization, operation: String) async throws(LedgerClientError)
+        -> PreAuthorizationResource
+    {
+        try await post("/v1/pre-authorizations", body, operation: operation)
+    }
+
+    public func preAuthorization(_ id: String) async throws(LedgerClientError) -> PreAuthorizationResource {
+        try await get("/v1/pre-authorizations/\(id)")
+    }
+
+    public func voidPreAuthorization(_ id: String) async throws(LedgerClientError) -> PreAuthorizationResource {
+        try await post("/v1/pre-authorizations/\(id)/void", Empty(), operation: "void-\(id)")
+    }
+
+    /// Settles offline payments; the batch's operation name keeps its key across retries.
+    public func settle(_ items: [(PaymentRequest, PaymentAcceptance)], operation: String) async throws(LedgerClientError)
+        -> SettlementResults
+    {
+        let batch = SettlementBatch(items: items.map { request, acceptance in
+            SettlementBatch.Item(request: Self.base64(request.encoded), acceptance: Self.base64(acceptance.encoded))
+        })
+        return try await post("/v1/settlements", batch, operation: operation)
+    }
+
+    static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+}
+
+/// The body of a POST that takes no parameters.
+struct Empty: Codable, Sendable {}

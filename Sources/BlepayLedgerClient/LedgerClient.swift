@@ -1,0 +1,142 @@
+import AsyncHTTPClient
+import BlepayLedger
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A connection to one ledger. Device calls are HMAC-signed (`RequestAuthentication`); the operator's and
+/// enrollment calls carry a bearer token. Every attempt is signed anew (fresh timestamp and nonce) but a POST keeps
+/// its idempotency key across attempts, so the ledger carries it out at most once.
+public struct LedgerClient: Sendable {
+    public enum Credentials: Sendable {
+        case none
+        case bearer(String)
+        case device(id: String, secret: SymmetricKey)
+    }
+
+    /// How often and how long to retry a request that failed without an answer (or with a 5xx).
+    public struct RetryPolicy: Sendable {
+        public var attempts: Int
+        public var firstDelay: Duration
+        public var timeout: TimeAmount
+
+        public init(attempts: Int = 4, firstDelay: Duration = .milliseconds(200), timeout: TimeAmount = .seconds(15)) {
+            self.attempts = attempts
+            self.firstDelay = firstDelay
+            self.timeout = timeout
+        }
+    }
+
+    public let baseURL: String
+    public let credentials: Credentials
+    public let keys: IdempotencyKeyStore?
+    public var retry: RetryPolicy
+    let http: HTTPClient
+    let logger: Logger
+
+    /// `keys` is where POSTs keep their idempotency keys; without it each POST gets a key in memory only.
+    public init(baseURL: String, credentials: Credentials, keys: IdempotencyKeyStore? = nil, retry: RetryPolicy = .init(),
+        http: HTTPClient = .shared, logger: Logger)
+    {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.credentials = credentials
+        self.keys = keys
+        self.retry = retry
+        self.http = http
+        self.logger = logger
+    }
+
+    /// A client of the same ledger with other credentials.
+    public func with(_ credentials: Credentials) -> LedgerClient {
+        LedgerClient(baseURL: baseURL, credentials: credentials, keys: keys, retry: retry, http: http, logger: logger)
+    }
+
+    /// GET `path` as `T`.
+    public func get<T: Decodable>(_ path: String, as _: T.Type = T.self) async throws(LedgerClientError) -> T {
+        try await send("GET", path, body: [], idempotencyKey: nil)
+    }
+
+    /// POST `body` to `path`. `operation` names the logical operation for the key store (the same operation
+    /// retried later reuses its key); the key is forgotten once the ledger gave a final answer.
+    public func post<T: Decodable>(_ path: String, _ body: some Encodable, operation: String? = nil, as _: T.Type = T.self)
+        async throws(LedgerClientError) -> T
+    {
+        let bytes: [UInt8]
+        do { bytes = Array(try JSONEncoder().encode(body)) } catch {
+            throw .invalidResponse("cannot encode the request: \(error)")
+        }
+        let key: String
+        do {
+            key = try operation.flatMap { try keys?.key(for: $0) } ?? UUID().uuidString.lowercased()
+        } catch {
+            throw .unavailable("cannot keep the idempotency key: \(error)")
+        }
+        let result: T = try await send("POST", path, body: bytes, idempotencyKey: key)
+        if let operation { keys?.forget(operation) }
+        return result
+    }
+
+    func send<T: Decodable>(_ method: String, _ path: String, body: [UInt8], idempotencyKey: String?)
+        async throws(LedgerClientError) -> T
+    {
+        var delay = retry.firstDelay
+        var lastFailure = "no attempt"
+        for attempt in 1...max(retry.attempts, 1) {
+            if attempt > 1 {
+                try? await Task.sleep(for: delay)
+                delay *= 2
+            }
+            let status: Int
+            let answer: [UInt8]
+            do {
+                (status, answer) = try await exchange(method, path, body: body, idempotencyKey: idempotencyKey)
+            } catch {
+                lastFailure = "\(error)"
+                logger.debug("ledger request failed", metadata: ["path": "\(path)", "attempt": "\(attempt)", "error": "\(error)"])
+                continue
+            }
+            switch status {
+            case 200..<300:
+                do { return try JSONDecoder().decode(T.self, from: Data(answer)) } catch {
+                    throw .invalidResponse("\(method) \(path): \(error)")
+                }
+            case 500...:
+                lastFailure = "HTTP \(status)"
+                continue
+            default:
+                guard let refusal = try? JSONDecoder().decode(ErrorBody.self, from: Data(answer)) else {
+                    throw .invalidResponse("\(method) \(path): HTTP \(status) without an error body")
+                }
+                throw .refused(status: status, refusal.error)
+            }
+        }
+        throw .unavailable("\(method) \(path): \(lastFailure)")
+    }
+
+    private func exchange(_ method: String, _ path: String, body: [UInt8], idempotencyKey: String?) async throws
+        -> (Int, [UInt8])
+    {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers.add(name: "Content-Type", value: "application/json")
+        if let idempotencyKey { request.headers.add(name: "Idempotency-Key", value: idempotencyKey) }
+        switch credentials {
+        case .none: break
+        case .bearer(let token): request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        case .device(let id, let secret):
+            let timestamp = Int64(Date().timeIntervalSince1970)
+            let nonce = UUID().uuidString.lowercased()
+            request.headers.add(name: RequestAuthentication.deviceHeader, value: id)
+            request.headers.add(name: RequestAuthentication.timestampHeader, value: "\(timestamp)")
+            request.headers.add(name: RequestAuthentication.nonceHeader, value: nonce)
+            request.headers.add(name: RequestAuthentication.signatureHeader, value: RequestAuthentication.sign(
+                method: method, path: path, timestamp: timestamp, nonce: nonce, body: body, secret: secret))
+        }
+        if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await http.execute(request, timeout: retry.timeout)
+        let answer = try await response.body.collect(upTo: 4 << 20)
+        return (Int(response.status.code), Array(buffer: answer))
+    }
+}

@@ -1,0 +1,214 @@
+import BlepayLedger
+import BlepayLedgerStore
+import BlepayProtocol
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// The request pipeline every route goes through. One request is one storage transaction: authentication (with
+/// the nonce it spends), the idempotency check, the operation (in a savepoint, so a refusal undoes only what the
+/// operation did) and the stored response commit together or not at all. A replayed POST gets the first answer.
+struct LedgerAPI: Sendable {
+    typealias Operation = @Sendable (Call, any SQLTransaction) throws -> any Encodable & Sendable
+
+    let storage: any LedgerStorage
+    let operations: LedgerOperations
+    let adminTokenHash: SHA256Digest
+    let watch: PaymentWatch
+    let clock: @Sendable () -> Timestamp
+    let logger: Logger
+    static let maximumBody = 1 << 20
+
+    /// The answer to one request: a status and a JSON body.
+    struct Answer: Sendable {
+        var status: Int
+        var body: [UInt8]
+        var replayed = false
+    }
+
+    /// Answers `request` with `operation`'s result (`success` is its status: 200, or 201 for a creation).
+    func respond(to request: Request, parameters: [String: String], access: Access, success: Int = 200,
+        operation: @escaping Operation) async -> Response
+    {
+        let body: [UInt8]
+        do {
+            body = Array(buffer: try await request.body.collect(upTo: Self.maximumBody))
+        } catch {
+            return Self.response(APIError(status: 413, code: "request.too-large", "a body is at most 1 MiB"))
+        }
+        let head = Head(request)
+        do {
+            let answer = try await storage.write { tx in
+                try self.answer(head, body: body, parameters: parameters, access: access, success: success, tx, operation)
+            }
+            if head.method == "POST", answer.status < 300 { await watch.changed() }
+            return Self.response(answer)
+        } catch {
+            return Self.response(failure(error, head))
+        }
+    }
+
+    /// Reads a payment, then, when asked to wait, reads it again as it changes until its status differs from the
+    /// one given (or the one first read) or the wait (at most 10 s) runs out.
+    func payment(_ request: Request, id: String) async -> Response {
+        let head = Head(request)
+        let wait = min(max(Double(request.uri.queryParameters.get("wait") ?? "0") ?? 0, 0), 10)
+        var caller = Caller.anyone
+        do {
+            let first = try await storage.write { tx in
+                let call = try self.authenticate(head, body: [], parameters: [:], access: .device, tx)
+                return (call.caller, try self.operations.payment(tx, id: id, for: call.principal))
+            }
+            caller = first.0
+            var payment = first.1
+            let baseline = request.uri.queryParameters.get("status").flatMap { LedgerPayment.Status(rawValue: String($0)) }
+                ?? payment.status
+            let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
+            let principal = Call(caller: caller, body: [], parameters: [:], now: clock()).principal
+            while payment.status == baseline, ContinuousClock.now < deadline {
+                await watch.nextChange(before: deadline)
+                payment = try await storage.read { tx in try self.operations.payment(tx, id: id, for: principal) }
+            }
+            return Self.response(Answer(status: 200, body: try Self.encode(payment)))
+        } catch {
+            return Self.response(failure(error, head))
+        }
+    }
+
+    private func answer(_ head: Head, body: [UInt8], parameters: [String: String], access: Access, success: Int,
+        _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer
+    {
+        let call = try authenticate(head, body: body, parameters: parameters, access: access, tx)
+        guard head.method == "POST" else { return try execute(call, success, tx, operation) }
+        let key: String
+        do { key = try IdempotencyRecord.validate(head.idempotencyKey) } catch { throw APIError(error) }
+        let hash = IdempotencyRecord.parametersHash(method: head.method, path: head.path, body: body)
+        let stored = try operations.idempotencyRecord(tx, principal: call.caller.scope, key: key)
+        switch IdempotencyRecord.decide(stored: stored, parametersHash: hash) {
+        case .replay(let status, let response): return Answer(status: status, body: response, replayed: true)
+        case .conflict: throw APIError.idempotencyConflict
+        case .execute: break
+        }
+        let answer = try execute(call, success, tx, operation)
+        try operations.store(tx, IdempotencyRecord(key: key, parametersHash: hash, status: answer.status, response: answer.body),
+            principal: call.caller.scope, at: call.now)
+        return answer
+    }
+
+    /// Runs the operation in a savepoint; a refusal becomes its 4xx answer, a storage failure fails the request.
+    private func execute(_ call: Call, _ success: Int, _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer {
+        do {
+            let result = try tx.savepoint { try operation(call, tx) }
+            return Answer(status: success, body: try Self.encode(result))
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            guard let refusal = APIError(refusal: error) else { throw error }
+            return Answer(status: refusal.status, body: try Self.encode(refusal.body))
+        }
+    }
+
+    private func authenticate(_ head: Head, body: [UInt8], parameters: [String: String], access: Access,
+        _ tx: any SQLTransaction) throws -> Call
+    {
+        let now = clock()
+        let caller: Caller
+        switch access {
+        case .anyone:
+            caller = .anyone
+        case .admin:
+            guard let token = head.bearer, SHA256.hash(data: Array(token.utf8)) == adminTokenHash else {
+                throw APIError.unauthenticated
+            }
+            caller = .admin
+        case .enrollment:
+            guard let token = head.bearer, let account = try operations.enrollingAccount(tx, token: token) else {
+                throw APIError.unauthenticated
+            }
+            caller = .enrolling(account: account)
+        case .device:
+            guard let id = head.device, let device = try operations.device(tx, id: id) else { throw APIError.unauthenticated }
+            do {
+                let nonce = try RequestAuthentication.verify(
+                    method: head.method, path: head.path, timestamp: head.timestamp, nonce: head.nonce,
+                    signature: head.signature, body: body, secret: SymmetricKey(data: device.secret),
+                    now: Int64(now.millisecondsSince1970 / 1000))
+                guard try operations.spendNonce(tx, device: device.id, nonce: nonce, at: now) else {
+                    throw RequestAuthentication.Failure(.reusedNonce)
+                }
+            } catch let failure as RequestAuthentication.Failure {
+                throw APIError(failure)
+            }
+            caller = .device(device)
+        }
+        return Call(caller: caller, body: body, parameters: parameters, now: now)
+    }
+
+    private func failure(_ error: any Error, _ head: Head) -> APIError {
+        if let refusal = APIError(refusal: error) { return refusal }
+        if let error = error as? StorageError {
+            logger.error("storage failed", metadata: ["method": "\(head.method)", "path": "\(head.path)", "error": "\(error)"])
+            return APIError(status: 503, code: error.code.rawValue, "the ledger's database is unavailable; retry later")
+        }
+        logger.error("request failed", metadata: ["method": "\(head.method)", "path": "\(head.path)", "error": "\(error)"])
+        return APIError(status: 500, code: "internal", "the ledger failed to answer")
+    }
+
+    static func encode(_ value: some Encodable) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value))
+    }
+
+    static func response(_ error: APIError) -> Response {
+        response(Answer(status: error.status, body: (try? encode(error.body)) ?? []))
+    }
+
+    static func response(_ answer: Answer) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if answer.replayed { headers[HTTPField.Name("Idempotent-Replayed")!] = "true" }
+        return Response(status: .init(code: answer.status), headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+extension APIError {
+    /// A refusal by the ledger's rules or of the input, as opposed to a failure of the ledger itself.
+    init?(refusal error: any Error) {
+        switch error {
+        case let error as APIError: self = error
+        case let error as ValidationError: self.init(error)
+        case let error as LedgerError: self.init(error)
+        case let error as DecodingError: self.init(error)
+        default: return nil
+        }
+    }
+}
+
+/// What authentication and idempotency read from a request's head.
+struct Head: Sendable {
+    let method: String
+    /// The path with its query, as the client signed it.
+    let path: String
+    let bearer: String?
+    let device: String?
+    let timestamp: Int64?
+    let nonce: String?
+    let signature: String?
+    let idempotencyKey: String?
+
+    init(_ request: Request) {
+        func header(_ name: String) -> String? { HTTPField.Name(name).flatMap { request.headers[$0] } }
+        method = request.method.rawValue
+        path = request.uri.description
+        let authorization = request.headers[.authorization]
+        bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        device = header(RequestAuthentication.deviceHeader)
+        timestamp = header(RequestAuthentication.timestampHeader).flatMap { Int64($0) }
+        nonce = header(RequestAuthentication.nonceHeader)
+        signature = header(RequestAuthentication.signatureHeader)
+        idempotencyKey = header("Idempotency-Key")
+    }
+}

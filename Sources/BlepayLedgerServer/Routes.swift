@@ -1,0 +1,91 @@
+import BlepayLedger
+import BlepayLedgerStore
+import Hummingbird
+
+/// The HTTP API (`docs/ledger-openapi.yaml`): each route names who may call it and the operation it runs.
+extension LedgerAPI {
+    func routes() -> Router<BasicRequestContext> {
+        let router = Router()
+        let operations = self.operations
+        router.get("/v1/health") { _, _ in
+            LedgerAPI.response(Answer(status: 200, body: Array(#"{"status":"ok"}"#.utf8)))
+        }
+        route(router, .get, "/v1/ledger-key", .anyone) { _, _ in operations.ledgerKeyResource }
+
+        // The operator.
+        route(router, .post, "/v1/accounts", .admin, success: 201) { call, tx in
+            try operations.createAccount(tx, try call.decode(CreateAccount.self), at: call.now)
+        }
+        route(router, .get, "/v1/accounts/:id", .admin) { call, tx in
+            try operations.account(tx, call.parameter("id"), for: .admin)
+        }
+        route(router, .post, "/v1/instruments/:id/deposits", .admin) { call, tx in
+            try operations.deposit(tx, instrument: call.parameter("id"), try call.decode(Deposit.self), at: call.now)
+        }
+        route(router, .post, "/v1/instruments/:id/block", .admin) { call, tx in
+            try operations.block(tx, instrument: call.parameter("id"), blocked: true)
+        }
+        route(router, .post, "/v1/instruments/:id/unblock", .admin) { call, tx in
+            try operations.block(tx, instrument: call.parameter("id"), blocked: false)
+        }
+
+        // Enrollment.
+        route(router, .post, "/v1/devices", .enrollment, success: 201) { call, tx in
+            guard case .enrolling(let account) = call.caller else { throw APIError.unauthenticated }
+            return try operations.enroll(tx, account: account, try call.decode(RegisterDevice.self), at: call.now)
+        }
+
+        // Devices.
+        route(router, .get, "/v1/account", .device) { call, tx in
+            let device = try call.device
+            return try operations.account(tx, device.account, for: .device(device))
+        }
+        route(router, .post, "/v1/instruments", .device, success: 201) { call, tx in
+            try operations.addInstrument(tx, try call.decode(CreateInstrument.self), device: try call.device, at: call.now)
+        }
+        route(router, .get, "/v1/instruments", .device) { call, tx in
+            InstrumentList(instruments: try operations.instruments(tx, account: try call.device.account))
+        }
+        route(router, .get, "/v1/instruments/:id", .device) { call, tx in
+            try operations.instrument(tx, call.parameter("id"), account: try call.device.account)
+        }
+        route(router, .post, "/v1/payments", .device, success: 201) { call, tx in
+            try operations.createPayment(tx, try call.decode(CreatePayment.self), device: try call.device, at: call.now)
+        }
+        router.get("/v1/payments/:id") { request, context in
+            await self.payment(request, id: context.parameters.get("id") ?? "")
+        }
+        route(router, .post, "/v1/payments/:id/acceptance", .device) { call, tx in
+            try operations.acceptPayment(tx, id: call.parameter("id"), try call.decode(AcceptPayment.self),
+                device: try call.device, at: call.now)
+        }
+        route(router, .post, "/v1/payments/:id/cancel", .device) { call, tx in
+            try operations.cancelPayment(tx, id: call.parameter("id"), device: try call.device, at: call.now)
+        }
+        route(router, .post, "/v1/pre-authorizations", .device, success: 201) { call, tx in
+            try operations.createPreAuthorization(tx, try call.decode(CreatePreAuthorization.self),
+                device: try call.device, at: call.now)
+        }
+        route(router, .get, "/v1/pre-authorizations/:id", .device) { call, tx in
+            try operations.preAuthorization(tx, id: call.parameter("id"), account: try call.device.account)
+        }
+        route(router, .post, "/v1/pre-authorizations/:id/void", .device) { call, tx in
+            try operations.voidPreAuthorization(tx, id: call.parameter("id"), device: try call.device, at: call.now)
+        }
+        route(router, .post, "/v1/settlements", .device) { call, tx in
+            try operations.settle(tx, try call.decode(SettlementBatch.self), device: try call.device, at: call.now)
+        }
+        return router
+    }
+
+    private func route(_ router: Router<BasicRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
+        _ access: Access, success: Int = 200, _ operation: @escaping Operation)
+    {
+        router.on(path, method: method) { request, context in
+            var parameters: [String: String] = [:]
+            if let id = context.parameters.get("id") { parameters["id"] = id }
+            return await self.respond(to: request, parameters: parameters, access: access, success: success,
+                operation: operation)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A secret kept in a file only its owner can read: created on first start (exclusively, mode 0600, synced), read
+/// on every later one. A file others can read is refused rather than trusted.
+enum SecretFile {
+    struct Failure: Error, CustomStringConvertible {
+        let path: String
+        let reason: String
+        var description: String { "secret.file: \(path): \(reason)" }
+    }
+
+    static func loadOrCreate(_ path: String, create: () -> [UInt8]) throws -> [UInt8] {
+        if FileManager.default.fileExists(atPath: path) { return try load(path) }
+        let bytes = create()
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { return try load(path) }  // another process made it first
+            throw Failure(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fsync(fd) == 0 else {
+            unlink(path)
+            throw Failure(path: path, reason: "cannot be written")
+        }
+        return bytes
+    }
+
+    static func load(_ path: String) throws -> [UInt8] {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        guard info.st_mode & 0o077 == 0 else {
+            throw Failure(path: path, reason: "is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else { throw Failure(path: path, reason: "cannot be read") }
+        return [UInt8](data)
+    }
+}

@@ -1,0 +1,282 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// The shared ledger database: PostgreSQL through postgres-nio, so several stateless ledger processes can keep
+/// one set of books. Writes run at READ COMMITTED and serialize on the rows they lock (`SELECT … FOR UPDATE`);
+/// a transaction the database refuses with a serialization failure, a deadlock or a unique violation (two
+/// processes inserting the same new row) is run again whole. Reads run on a REPEATABLE READ snapshot.
+///
+/// Transaction bodies are synchronous, so each runs on a thread of the storage's own thread pool, one per
+/// connection, waiting there for each statement's result; the event loop is never blocked.
+public final class PostgresStorage: LedgerStorage {
+    public struct Configuration: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+        public var username: String
+        public var password: String
+        public var database: String
+        /// How many connections (and so concurrent transactions) the storage keeps at most.
+        public var connections: Int
+
+        public init(
+            host: String = "127.0.0.1", port: Int = 5432, username: String, password: String, database: String,
+            connections: Int = 8
+        ) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+            self.connections = connections
+        }
+
+        /// Parses `postgres://user:password@host:port/database` (`postgresql://` too; the port defaults to 5432,
+        /// the database to the user's name).
+        public init(url: String, connections: Int = 8) throws(StorageError) {
+            guard let components = URLComponents(string: url),
+                components.scheme == "postgres" || components.scheme == "postgresql",
+                let host = components.host, !host.isEmpty, let username = components.user, !username.isEmpty
+            else { throw StorageError(.unavailable, "not a PostgreSQL URL (postgres://user:password@host:port/database)") }
+            let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+            self.init(
+                host: host, port: components.port ?? 5432, username: username, password: components.password ?? "",
+                database: database.isEmpty ? username : database, connections: connections
+            )
+        }
+    }
+
+    public var dialect: SQLDialect { .postgres }
+    public let configuration: Configuration
+    private let logger: Logger
+    private let group: MultiThreadedEventLoopGroup
+    private let threadPool: NIOThreadPool
+    private let pool: PostgresConnectionPool
+
+    /// How many times a transaction is tried when the database keeps asking for a retry.
+    static let attempts = 10
+    /// The key of the advisory lock migrations hold, so ledger processes starting together migrate one by one.
+    static let migrationLock: Int64 = 0x626C_6570_6179  // "blepay"
+
+    /// Connects to the database (failing with `storage.unavailable` if it cannot); further connections are
+    /// opened when needed, up to `configuration.connections`.
+    public init(configuration: Configuration, logger: Logger) async throws {
+        let size = max(1, configuration.connections)
+        self.configuration = configuration
+        self.logger = logger
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        threadPool = NIOThreadPool(numberOfThreads: size)
+        threadPool.start()
+        pool = PostgresConnectionPool(size: size, configuration: configuration, group: group, logger: logger)
+        do {
+            await pool.release(try await pool.acquire(), broken: false)
+        } catch {
+            try? await shutdown()
+            throw error
+        }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T {
+        try await transaction("BEGIN ISOLATION LEVEL READ COMMITTED", body)
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T {
+        try await transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+    }
+
+    public func migrate() async throws {
+        try await write { tx in
+            try tx.run("SELECT pg_advisory_xact_lock(?)", [.integer(Self.migrationLock)])
+            try Schema.migrate(tx)
+        }
+    }
+
+    /// Closes every connection and stops the storage's threads. Transactions still running finish first.
+    public func close() async throws {
+        guard await pool.close() else { return }
+        try await shutdown()
+    }
+
+    private func shutdown() async throws {
+        try await threadPool.shutdownGracefully()
+        try await group.shutdownGracefully()
+    }
+
+    /// What one attempt at a transaction came to.
+    private struct Attempt<T: Sendable>: Sendable {
+        var result: Result<T, any Error>
+        /// The SQLSTATE of a failure that asks for the transaction to be run again.
+        var retry: String?
+        var connectionFailed: Bool
+        var bodyRan: Bool
+    }
+
+    private func transaction<T: Sendable>(
+        _ begin: String, _ body: @escaping @Sendable (any SQLTransaction) throws -> T
+    ) async throws -> T {
+        for attempt in 1...Self.attempts {
+            let connection = try await pool.acquire()
+            let outcome: Attempt<T>
+            do {
+                let logger = logger
+                outcome = try await threadPool.runIfActive { Self.attempt(connection, begin, body, logger) }
+            } catch {
+                await pool.release(connection, broken: false)
+                if error is CancellationError { throw error }
+                throw StorageError(.unavailable, "the PostgreSQL storage is closed")
+            }
+            await pool.release(connection, broken: outcome.connectionFailed)
+            switch outcome.result {
+            case .success(let value):
+                return value
+            case .failure(let error) where outcome.retry != nil || (outcome.connectionFailed && !outcome.bodyRan):
+                // Asked to retry, or a connection found broken before anything ran on it: run it all again.
+                guard attempt < Self.attempts else {
+                    guard outcome.retry != nil else { throw error }
+                    throw StorageError(.conflict, "the database refused the transaction \(attempt) times; last: \(error)")
+                }
+                logger.debug("retrying a transaction", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                let ceiling = min(1 << attempt, 100)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...ceiling)))
+            case .failure(let error):
+                throw error
+            }
+        }
+        preconditionFailure("the last attempt returns or throws")
+    }
+
+    /// One attempt, on a thread-pool thread: BEGIN, the body, COMMIT; ROLLBACK if anything throws.
+    private static func attempt<T: Sendable>(
+        _ connection: PostgresConnection, _ begin: String, _ body: (any SQLTransaction) throws -> T, _ logger: Logger
+    ) -> Attempt<T> {
+        let tx = PostgresTransaction(connection: connection, logger: logger)
+        var bodyRan = false
+        do {
+            try tx.execute(begin, [])
+            bodyRan = true
+            let value = try body(tx)
+            // COMMIT of a transaction in which a statement failed rolls it back and says so, without an error.
+            if try tx.execute("COMMIT", []).metadata.command != "COMMIT" {
+                throw StorageError(.unavailable, "the transaction was rolled back: a statement in it failed")
+            }
+            return Attempt(result: .success(value), retry: nil, connectionFailed: false, bodyRan: true)
+        } catch {
+            if !tx.connectionFailed { _ = try? tx.execute("ROLLBACK", []) }
+            let retry = (error as? StorageError).flatMap { tx.retryableFailures[$0] }
+            return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed, bodyRan: bodyRan)
+        }
+    }
+}
+
+/// Up to `size` connections, opened when first needed and handed to one transaction at a time; waiting
+/// transactions are served in order. A broken connection is closed and its place opened again on demand.
+actor PostgresConnectionPool {
+    private enum Lease {
+        case connection(PostgresConnection)
+        /// A place to open a new connection in, already counted.
+        case open
+    }
+
+    private let size: Int
+    private let configuration: PostgresConnection.Configuration
+    private let address: String
+    private let group: MultiThreadedEventLoopGroup
+    private let logger: Logger
+    private var idle: [PostgresConnection] = []
+    /// Connections open or being opened, idle or in use.
+    private var opened = 0
+    private var waiters: [CheckedContinuation<Lease, any Error>] = []
+    private var nextID = 0
+    private var closed = false
+
+    init(size: Int, configuration: PostgresStorage.Configuration, group: MultiThreadedEventLoopGroup, logger: Logger) {
+        self.size = size
+        self.configuration = PostgresConnection.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.username,
+            password: configuration.password, database: configuration.database, tls: .disable
+        )
+        address = "\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)"
+        self.group = group
+        self.logger = logger
+    }
+
+    func acquire() async throws -> PostgresConnection {
+        guard !closed else { throw StorageError(.unavailable, "the PostgreSQL storage is closed") }
+        while let connection = idle.popLast() {
+            if !connection.isClosed { return connection }
+            opened -= 1
+        }
+        if opened < size {
+            opened += 1
+            return try await open()
+        }
+        switch try await withCheckedThrowingContinuation({ waiters.append($0) }) {
+        case .connection(let connection): return connection
+        case .open: return try await open()
+        }
+    }
+
+    func release(_ connection: PostgresConnection, broken: Bool) {
+        if closed || broken || connection.isClosed {
+            opened -= 1
+            connection.close().whenComplete { _ in }
+            offerPlace()
+        } else if !waiters.isEmpty {
+            waiters.removeFirst().resume(returning: .connection(connection))
+        } else {
+            idle.append(connection)
+        }
+    }
+
+    /// Closes the idle connections and refuses new transactions; connections in use are closed when released.
+    /// Returns false if the pool was closed already.
+    func close() async -> Bool {
+        guard !closed else { return false }
+        closed = true
+        for waiter in waiters { waiter.resume(throwing: StorageError(.unavailable, "the PostgreSQL storage is closed")) }
+        waiters = []
+        let connections = idle
+        idle = []
+        opened -= connections.count
+        for connection in connections { try? await connection.close() }
+        return true
+    }
+
+    private func open() async throws -> PostgresConnection {
+        nextID += 1
+        do {
+            let connection = try await PostgresConnection.connect(
+                on: group.next(), configuration: configuration, id: nextID, logger: logger
+            )
+            guard !closed else {  // closed while connecting
+                opened -= 1
+                connection.close().whenComplete { _ in }
+                throw StorageError(.unavailable, "the PostgreSQL storage is closed")
+            }
+            return connection
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            opened -= 1
+            offerPlace()
+            throw StorageError(.unavailable, "cannot connect to PostgreSQL at \(address): \(Self.describe(error))")
+        }
+    }
+
+    /// Lets the first waiting transaction open a connection in a free place.
+    private func offerPlace() {
+        guard !closed, !waiters.isEmpty, opened < size else { return }
+        opened += 1
+        waiters.removeFirst().resume(returning: .open)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return String(describing: error) }
+        if let info = error.serverInfo {
+            return "\(info[.message] ?? "error") (SQLSTATE \(info[.sqlState] ?? "?"))"
+        }
+        return error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
+    }
+}

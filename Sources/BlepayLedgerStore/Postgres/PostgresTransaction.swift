@@ -1,0 +1,159 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool: each statement waits
+/// for its result, so the synchronous transaction bodies of `LedgerStorage` run unchanged. Never used on an event
+/// loop thread.
+final class PostgresTransaction: SQLTransaction {
+    let connection: PostgresConnection
+    let logger: Logger
+    var dialect: SQLDialect { .postgres }
+
+    /// Failures whose SQLSTATE asks for the whole transaction to be tried again, by the error the body saw.
+    private(set) var retryableFailures: [StorageError: String] = [:]
+    /// Set when the connection itself failed: it is closed and must not be used again.
+    private(set) var connectionFailed = false
+    private var savepoints = 0
+
+    /// SQLSTATEs after which running the same transaction again can succeed: serialization_failure,
+    /// deadlock_detected, and unique_violation (two transactions inserting the same new row at once).
+    static let retryableStates: Set<String> = ["40001", "40P01", "23505"]
+
+    init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
+        try execute(sql, binds).rows.map { row in
+            SQLRow(try PostgresRandomAccessRow(row).map(Self.value))
+        }
+    }
+
+    @discardableResult
+    func run(_ sql: String, _ binds: [SQLValue]) throws -> Int {
+        try execute(sql, binds).metadata.rows ?? 0
+    }
+
+    func savepoint<T>(_ body: () throws -> T) throws -> T {
+        savepoints += 1
+        defer { savepoints -= 1 }
+        let name = "sp_\(savepoints)"
+        try execute("SAVEPOINT \(name)", [])
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            try execute("ROLLBACK TO SAVEPOINT \(name)", [])
+            try execute("RELEASE SAVEPOINT \(name)", [])
+            throw error
+        }
+        try execute("RELEASE SAVEPOINT \(name)", [])
+        return value
+    }
+
+    /// Runs one statement and waits for all its rows. A failure is thrown as `StorageError(.unavailable)`; if the
+    /// database asked for a retry, the error is remembered so the storage can tell it escaped the body.
+    func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for bind in binds {
+            switch bind {
+            case .null: bindings.appendNull()
+            case .integer(let value): bindings.append(value)
+            case .text(let value): bindings.append(value)
+            case .blob(let value): bindings.append(ByteBuffer(bytes: value))
+            }
+        }
+        let query = PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings)
+        do {
+            return try connection.query(query, logger: logger).wait()
+        } catch let error as PSQLError where error.code == .server {
+            let state = error.serverInfo?[.sqlState] ?? "?????"
+            let message = error.serverInfo?[.message] ?? "\(error.code)"
+            let failure = StorageError(.unavailable, "\(message) (SQLSTATE \(state)) while executing `\(sql)`")
+            if Self.retryableStates.contains(state) { retryableFailures[failure] = state }
+            logger.debug("statement failed", metadata: ["sqlstate": "\(state)", "error": "\(message)"])
+            throw failure
+        } catch {
+            connectionFailed = true
+            throw StorageError(.unavailable, "the PostgreSQL connection failed: \(PostgresConnectionPool.describe(error))")
+        }
+    }
+
+    /// `sql` with its `?` placeholders numbered `$1, $2, …`; a `?` inside a quoted string or identifier stays.
+    static func numberedPlaceholders(_ sql: String) -> String {
+        guard sql.contains("?") else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 8)
+        var quote: Character?
+        var number = 0
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                result.append(character)
+            } else if character == "'" || character == "\"" {
+                quote = character
+                result.append(character)
+            } else if character == "?" {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    /// A cell as the value it was written as: 64-bit (or smaller) integers, text, bytes, or NULL. Integral
+    /// `numeric`s (what `SUM` of a BIGINT column gives) are integers as well.
+    static func value(_ cell: PostgresCell) throws -> SQLValue {
+        guard var bytes = cell.bytes else { return .null }
+        let value: SQLValue?
+        switch cell.dataType {
+        case .int8: value = bytes.readInteger(as: Int64.self).map { .integer($0) }
+        case .int4: value = bytes.readInteger(as: Int32.self).map { .integer(Int64($0)) }
+        case .int2: value = bytes.readInteger(as: Int16.self).map { .integer(Int64($0)) }
+        case .text, .varchar, .name, .bpchar: value = .text(String(decoding: bytes.readableBytesView, as: UTF8.self))
+        case .bytea: value = .blob(Array(bytes.readableBytesView))
+        case .numeric: value = integralNumeric(&bytes).map { .integer($0) }
+        default: value = nil
+        }
+        guard let value else {
+            throw StorageError(.corrupt, "column \(cell.columnIndex) (\(cell.columnName)) holds \(cell.dataType) \(bytes.readableBytes) bytes")
+        }
+        return value
+    }
+
+    /// A binary `numeric` (digits in base 10000 after a header) as an Int64, or nil if it is not a whole number
+    /// or does not fit.
+    static func integralNumeric(_ buffer: inout ByteBuffer) -> Int64? {
+        guard let count = buffer.readInteger(as: Int16.self), let weight = buffer.readInteger(as: Int16.self),
+            let sign = buffer.readInteger(as: UInt16.self), buffer.readInteger(as: Int16.self) != nil,
+            sign == 0x0000 || sign == 0x4000, count >= 0
+        else { return nil }
+        var result: Int64 = 0
+        for index in 0..<Int(count) {
+            guard let digit = buffer.readInteger(as: Int16.self) else { return nil }
+            if Int(weight) - index < 0 {
+                guard digit == 0 else { return nil }
+                continue
+            }
+            // Accumulated with the sign applied, so Int64.min fits.
+            let (shifted, overflow) = result.multipliedReportingOverflow(by: 10_000)
+            let (next, overflow2) = shifted.addingReportingOverflow(sign == 0 ? Int64(digit) : -Int64(digit))
+            guard !overflow, !overflow2 else { return nil }
+            result = next
+        }
+        // Trailing digit groups that are zero are not sent: scale up by what is missing.
+        let missing = Int(weight) + 1 - Int(count)
+        if missing > 0 {
+            for _ in 0..<missing {
+                let (next, overflow) = result.multipliedReportingOverflow(by: 10_000)
+                guard !overflow else { return nil }
+                result = next
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import BlepayLedgerServer
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books.
+@main
+struct BlepayLedgerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "blepay-ledger",
+        abstract: "blepay's reference payment backend: accounts, instruments, payments, pre-authorizations, settlement.",
+        subcommands: [Serve.self, Audit.self],
+        defaultSubcommand: Serve.self)
+}
+
+struct Options: ParsableArguments {
+    @Option(help: "The configuration file (TOML); without one, the defaults.")
+    var config: String?
+
+    @Option(help: "Overrides [ledger] state_directory.")
+    var stateDirectory: String?
+
+    @Option(help: "Overrides [server] port.")
+    var port: Int?
+
+    func load() throws -> LedgerConfiguration {
+        var configuration: LedgerConfiguration
+        do {
+            configuration = try config.map { file throws(ConfigurationError) in try LedgerConfiguration.load(file: file) }
+                ?? LedgerConfiguration()
+        } catch {
+            // One line naming the file, key and reason; EX_CONFIG.
+            FileHandle.standardError.write(Data("blepay-ledger: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        if let stateDirectory { configuration.stateDirectory = stateDirectory }
+        if let port { configuration.port = port }
+        return configuration
+    }
+
+    func logger() -> Logger {
+        var logger = Logger(label: "blepay.ledger") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = ProcessInfo.processInfo.environment["BLEPAY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        return logger
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the ledger's HTTP API.")
+
+    @OptionGroup var options: Options
+
+    func run() async throws {
+        let configuration = try options.load()
+        let logger = options.logger()
+        let storage = try await LedgerServer.openStorage(configuration, logger: logger)
+        let server = try LedgerServer(configuration: configuration, storage: storage, logger: logger)
+        let application = server.application(logger: logger) { port in
+            logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)",
+                "storage": "\(configuration.backend.rawValue)"])
+        }
+        let group = ServiceGroup(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+        try await storage.close()
+    }
+}
+
+struct Audit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check that every transfer balances and every payment has the postings its status implies.",
+        discussion: "Exits 0 when the books are sound, 1 with one line per problem when not.")
+
+    @OptionGroup var options: Options
+
+    func run() async throws {
+        let configuration = try options.load()
+        let logger = options.logger()
+        let storage = try await LedgerServer.openStorage(configuration, logger: logger)
+        let server = try LedgerServer(configuration: configuration, storage: storage, logger: logger)
+        let problems = try await server.audit()
+        try await storage.close()
+        for problem in problems { print("audit: \(problem)") }
+        guard problems.isEmpty else { throw ExitCode(1) }
+        print("audit: the books are sound")
+    }
+}

@@ -1,0 +1,173 @@
+import AsyncHTTPClient
+import BlepayLedger
+import BlepayLedgerClient
+import BlepayLedgerServer
+import BlepayLedgerStore
+import BlepayProtocol
+import Crypto
+import Foundation
+import Hummingbird
+import LedgerTestSupport
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+
+/// A real ledger server on a free loopback port over a fresh database of `kind`, with clients for the operator
+/// and helpers that enroll merchants and customers through the API.
+final class RunningLedger: Sendable {
+    let server: LedgerServer
+    let storage: TestStorage
+    let baseURL: String
+    let admin: LedgerClient
+    let stateDirectory: String
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    static func start(_ kind: StorageKind) async throws -> RunningLedger {
+        let storage = try await makeStorage(kind)
+        var configuration = LedgerConfiguration()
+        configuration.port = 0
+        configuration.expiryIntervalSeconds = 1
+        configuration.stateDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("blepay-ledger-\(UUID().uuidString)").path
+        let server = try LedgerServer(configuration: configuration, storage: storage.storage, logger: testLogger)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = server.application(logger: testLogger) { port in continuation.yield(port) }
+        let group = ServiceGroup(services: [application], gracefulShutdownSignals: [], logger: testLogger)
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        return RunningLedger(server: server, storage: storage, port: port, group: group, task: task, stateDirectory: configuration.stateDirectory,
+            adminToken: try LedgerServer.adminToken(configuration))
+    }
+
+    private init(server: LedgerServer, storage: TestStorage, port: Int, group: ServiceGroup, task: Task<Void, any Error>, stateDirectory: String,
+        adminToken: String)
+    {
+        self.server = server
+        self.storage = storage
+        self.group = group
+        self.task = task
+        self.stateDirectory = stateDirectory
+        baseURL = "http://127.0.0.1:\(port)"
+        admin = LedgerClient(baseURL: baseURL, credentials: .bearer(adminToken), retry: .init(attempts: 1), logger: testLogger)
+    }
+
+    func stop() async throws {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+        try await storage.destroy()
+        try? FileManager.default.removeItem(atPath: stateDirectory)
+    }
+
+    /// Runs `body` against a fresh ledger and always cleans up.
+    static func with(_ kind: StorageKind, _ body: (RunningLedger) async throws -> Void) async throws {
+        let ledger = try await start(kind)
+        do { try await body(ledger) } catch {
+            try await ledger.stop()
+            throw error
+        }
+        try await ledger.stop()
+    }
+
+    // MARK: parties
+
+    struct Party {
+        let account: AccountResource
+        let device: DeviceResource
+        let key: SigningKey
+        let client: LedgerClient
+        var instrument: InstrumentResource?
+    }
+
+    func merchant(_ name: String = "Café") async throws -> Party {
+        let account = try await admin.createAccount(CreateAccount(kind: .merchant, name: name))
+        let key = SigningKey()
+        let noise = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let device = try await admin.with(.bearer(account.enrollmentToken!)).enroll(
+            RegisterDevice(name: "till", signingKey: key.publicKey.bytes.hex, noiseKey: noise.hex))
+        return Party(account: account, device: device, key: key, client: client(device), instrument: nil)
+    }
+
+    /// A customer with a card holding `balance` minor units.
+    func customer(balance: Int64, currency: String = "EUR") async throws -> Party {
+        let account = try await admin.createAccount(CreateAccount(kind: .customer, name: "Alice"))
+        let key = SigningKey()
+        let device = try await admin.with(.bearer(account.enrollmentToken!)).enroll(
+            RegisterDevice(name: "phone", signingKey: key.publicKey.bytes.hex, noiseKey: nil))
+        var party = Party(account: account, device: device, key: key, client: client(device), instrument: nil)
+        let card = try await party.client.addInstrument(CreateInstrument(card: .init(
+            number: "4242424242424242", expiryMonth: 12,
+            expiryYear: Calendar(identifier: .gregorian).component(.year, from: Date()) + 3, cvc: "123")))
+        party.instrument = balance > 0 ? try await admin.deposit(Deposit(amount: balance, currency: currency), into: card.id) : card
+        return party
+    }
+
+    func client(_ device: DeviceResource) -> LedgerClient {
+        LedgerClient(baseURL: baseURL, credentials: .device(id: device.id, secret: SymmetricKey(data: Data(base64Encoded: device.secret!)!)),
+            retry: .init(attempts: 1), logger: testLogger)
+    }
+
+    // MARK: signed messages
+
+    func request(by merchant: Party, amount: UInt64, currency: String = "EUR", expiresIn: UInt64 = 120_000,
+        online: Bool = true) throws -> PaymentRequest
+    {
+        let now = LedgerServer.systemClock()
+        return try PaymentRequest(
+            paymentID: PaymentID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }),
+            amount: Money(minorUnits: amount, currency: Currency(currency)), reference: "order-1",
+            merchantID: merchant.account.id, merchantName: merchant.account.name, createdAt: now,
+            expiresAt: now.adding(milliseconds: expiresIn), businessOnline: online, signature: .unsigned
+        ).signed(by: merchant.key)
+    }
+
+    func acceptance(of request: PaymentRequest, by customer: Party, tip: UInt64 = 0, amount: UInt64? = nil,
+        preAuthorization: PreAuthorizationPresentation? = nil, signer: SigningKey? = nil) throws -> PaymentAcceptance
+    {
+        let signer = signer ?? customer.key
+        return try PaymentAcceptance(
+            paymentID: request.paymentID, amount: Money(minorUnits: amount ?? request.amount.minorUnits, currency: request.amount.currency),
+            tipMinorUnits: tip, instrumentID: customer.instrument!.id, delegatedInstrument: false,
+            createdAt: LedgerServer.systemClock(), requestHash: request.hash, sessionHash: Hash32(Array(repeating: 5, count: 32)),
+            customerKey: signer.publicKey, preAuthorization: preAuthorization, signature: .unsigned
+        ).signed(by: signer)
+    }
+
+    // MARK: raw HTTP
+
+    struct RawAnswer {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: [UInt8]
+        var error: ErrorBody.Detail? { try? JSONDecoder().decode(ErrorBody.self, from: Data(body)).error }
+    }
+
+    /// One request exactly as given: for the tests of authentication and of bad input.
+    func raw(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawAnswer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = HTTPMethod(rawValue: method)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        return RawAnswer(status: Int(response.status.code), headers: response.headers,
+            body: Array(buffer: try await response.body.collect(upTo: 1 << 20)))
+    }
+
+    /// Headers of a request signed by `device` (or altered, to be refused).
+    func signed(_ method: String, _ path: String, body: [UInt8], device: DeviceResource, timestamp: Int64? = nil,
+        nonce: String = UUID().uuidString, idempotencyKey: String? = UUID().uuidString) -> [(String, String)]
+    {
+        let timestamp = timestamp ?? Int64(Date().timeIntervalSince1970)
+        let secret = SymmetricKey(data: Data(base64Encoded: device.secret!)!)
+        var headers = [
+            (RequestAuthentication.deviceHeader, device.id), (RequestAuthentication.timestampHeader, "\(timestamp)"),
+            (RequestAuthentication.nonceHeader, nonce),
+            (RequestAuthentication.signatureHeader,
+             RequestAuthentication.sign(method: method, path: path, timestamp: timestamp, nonce: nonce, body: body, secret: secret)),
+        ]
+        if let idempotencyKey { headers.append(("Idempotency-Key", idempotencyKey)) }
+        return headers
+    }
+}
