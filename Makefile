@@ -12,9 +12,10 @@ SHELL := /bin/bash
 
 all: build
 
-# Debian packages, virtme-ng and the kernel the rig boots (idempotent; needs root).
+# Debian packages, virtme-ng, the kernel the rig boots, and a running PostgreSQL (idempotent; needs root).
 deps:
 	bash scripts/install-deps.sh
+	bash scripts/postgres.sh
 
 build:
 	$(SWIFT) build --build-tests

@@ -1,0 +1,34 @@
+import BlepayLedger
+import BlepayLedgerStore
+import Foundation
+import LedgerTestSupport
+import Testing
+
+/// The audit finds books that were changed behind the ledger's back.
+@Suite struct AuditTests {
+    @Test(arguments: StorageKind.allCases)
+    func theAuditReportsAnUnbalancedBalanceAndAPaymentWithoutItsPostings(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 10_000)
+            let request = try ledger.request(by: cafe, amount: 1_000)
+            _ = try await alice.client.accept(try ledger.acceptance(of: request, by: alice), request: request)
+            #expect(try await ledger.server.audit() == [])
+
+            // Money appears in the merchant's book without a transfer.
+            try await ledger.storage.storage.write { tx in
+                try tx.run("UPDATE balances SET posted = posted + 1 WHERE book = ?", [.text("merchant:\(cafe.account.id)")])
+            }
+            let problems = try await ledger.server.audit()
+            #expect(!problems.isEmpty)
+            #expect(problems.contains { $0.contains("merchant:\(cafe.account.id)") })
+
+            // A settled payment whose transfer vanished.
+            try await ledger.storage.storage.write { tx in
+                try tx.run("UPDATE balances SET posted = posted - 1 WHERE book = ?", [.text("merchant:\(cafe.account.id)")])
+                try tx.run("DELETE FROM transfers WHERE id LIKE ?", [.text("%\(request.paymentID)%")])
+            }
+            #expect(try await ledger.server.audit().contains { $0.contains(request.paymentID.description) })
+        }
+    }
+}
