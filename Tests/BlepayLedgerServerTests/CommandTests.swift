@@ -1,0 +1,53 @@
+import BlepayLedgerServer
+import BlepayLedgerStore
+import Foundation
+import LedgerTestSupport
+import Testing
+
+/// `blepay-ledger` as an operator runs it: the audit's exit codes, and a bad configuration file.
+@Suite struct CommandTests {
+    /// The binary `swift build` made (or as `BLEPAY_LEDGER` names it).
+    static var binary: String {
+        ProcessInfo.processInfo.environment["BLEPAY_LEDGER"]
+            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/blepay-ledger")
+                .standardized.path
+    }
+
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    @Test func theAuditExitsZeroOnSoundBooksAndOneOnTamperedOnes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-audit-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sound = try run(["audit", "--state-directory", directory])
+        #expect(sound.status == 0 && sound.output.contains("the books are sound"), "\(sound.output)")
+
+        let storage = try SQLiteStorage(path: directory + "/ledger.sqlite", logger: testLogger)
+        try await storage.write { tx in
+            try tx.run("INSERT INTO books (id, kind) VALUES ('instrument:forged', 'customer')", [])
+            try tx.run("INSERT INTO balances (book, currency, posted, held) VALUES ('instrument:forged', 'EUR', 100, 0)", [])
+        }
+        try await storage.close()
+        let tampered = try run(["audit", "--state-directory", directory])
+        #expect(tampered.status == 1 && tampered.output.contains("instrument:forged"), "\(tampered.output)")
+    }
+
+    @Test func aBadConfigurationFileStopsWithOneLineAndExitCode78() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).toml").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Data("[server]\nport = \"eighty\"\n".utf8).write(to: URL(fileURLWithPath: file))
+        let result = try run(["serve", "--config", file])
+        #expect(result.status == 78)
+        #expect(result.output == "blepay-ledger: config.invalid: \(file): server.port is an integer from 0 to 65535\n")
+    }
+}
