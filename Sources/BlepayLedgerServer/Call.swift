@@ -22,6 +22,12 @@ enum Caller: Sendable {
     case enrolling(account: String)
     case device(Device)
 
+    /// Whom the operations answer: a device sees its own account's resources, the operator every one.
+    var principal: Principal {
+        if case .device(let device) = self { return .device(device) }
+        return .admin
+    }
+
     /// The scope of the caller's idempotency keys.
     var scope: String {
         switch self {
@@ -48,10 +54,7 @@ struct Call: Sendable {
         }
     }
 
-    var principal: Principal {
-        if case .device(let device) = caller { return .device(device) }
-        return .admin
-    }
+    var principal: Principal { caller.principal }
 
     func parameter(_ name: String) -> String { parameters[name] ?? "" }
 

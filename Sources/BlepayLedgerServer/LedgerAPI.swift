@@ -55,18 +55,15 @@ struct LedgerAPI: Sendable {
     func payment(_ request: Request, id: String) async -> Response {
         let head = Head(request)
         let wait = min(max(Double(request.uri.queryParameters.get("wait") ?? "0") ?? 0, 0), 10)
-        var caller = Caller.anyone
         do {
-            let first = try await storage.write { tx in
+            let (principal, first) = try await storage.write { tx in
                 let call = try self.authenticate(head, body: [], parameters: [:], access: .device, tx)
-                return (call.caller, try self.operations.payment(tx, id: id, for: call.principal))
+                return (call.principal, try self.operations.payment(tx, id: id, for: call.principal))
             }
-            caller = first.0
-            var payment = first.1
+            var payment = first
             let baseline = request.uri.queryParameters.get("status").flatMap { LedgerPayment.Status(rawValue: String($0)) }
                 ?? payment.status
             let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
-            let principal = Call(caller: caller, body: [], parameters: [:], now: clock()).principal
             while payment.status == baseline, ContinuousClock.now < deadline {
                 await watch.nextChange(before: deadline)
                 payment = try await storage.read { tx in try self.operations.payment(tx, id: id, for: principal) }

@@ -39,10 +39,13 @@ struct Options: ParsableArguments {
         return configuration
     }
 
-    func logger() -> Logger {
+    /// The configured ledger over its opened database.
+    func server() async throws -> (LedgerServer, Logger) {
+        let configuration = try load()
         var logger = Logger(label: "blepay.ledger") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = ProcessInfo.processInfo.environment["BLEPAY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
-        return logger
+        let storage = try await LedgerServer.openStorage(configuration, logger: logger)
+        return (try LedgerServer(configuration: configuration, storage: storage, logger: logger), logger)
     }
 }
 
@@ -52,17 +55,15 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: Options
 
     func run() async throws {
-        let configuration = try options.load()
-        let logger = options.logger()
-        let storage = try await LedgerServer.openStorage(configuration, logger: logger)
-        let server = try LedgerServer(configuration: configuration, storage: storage, logger: logger)
+        let (server, logger) = try await options.server()
+        let configuration = server.configuration
         let application = server.application(logger: logger) { port in
             logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)",
                 "storage": "\(configuration.backend.rawValue)"])
         }
         let group = ServiceGroup(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
-        try await storage.close()
+        try await server.storage.close()
     }
 }
 
@@ -74,12 +75,9 @@ struct Audit: AsyncParsableCommand {
     @OptionGroup var options: Options
 
     func run() async throws {
-        let configuration = try options.load()
-        let logger = options.logger()
-        let storage = try await LedgerServer.openStorage(configuration, logger: logger)
-        let server = try LedgerServer(configuration: configuration, storage: storage, logger: logger)
+        let (server, _) = try await options.server()
         let problems = try await server.audit()
-        try await storage.close()
+        try await server.storage.close()
         for problem in problems { print("audit: \(problem)") }
         guard problems.isEmpty else { throw ExitCode(1) }
         print("audit: the books are sound")
