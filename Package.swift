@@ -148,7 +148,10 @@ let package = Package(
         // A private PostgreSQL database per test, and keys, devices and signed messages for ledger tests.
         .target(
             name: "LedgerTestSupport",
-            dependencies: ["BlepayLedgerStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "BlepayLedgerStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             path: "Tests/LedgerTestSupport"
         ),
         .testTarget(name: "RigTests", dependencies: []),

@@ -64,7 +64,7 @@ public struct LedgerClient: Sendable {
         async throws(LedgerClientError) -> T
     {
         let bytes: [UInt8]
-        do { bytes = Array(try JSONEncoder().encode(body)) } catch {
+        do { bytes = try Self.encode(body) } catch {
             throw .invalidResponse("cannot encode the request: \(error)")
         }
         let key: String
@@ -76,6 +76,14 @@ public struct LedgerClient: Sendable {
         let result: T = try await send("POST", path, body: bytes, idempotencyKey: key)
         if let operation { keys?.forget(operation) }
         return result
+    }
+
+    /// The same body always encodes to the same bytes, so a retry, even by a restarted daemon, carries the
+    /// parameters its idempotency key was first used with.
+    public static func encode(_ body: some Encodable) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(body))
     }
 
     func send<T: Decodable>(_ method: String, _ path: String, body: [UInt8], idempotencyKey: String?)

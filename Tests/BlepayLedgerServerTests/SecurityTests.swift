@@ -60,8 +60,8 @@ import Testing
             let request = try ledger.request(by: cafe, amount: 1_000)
             let acceptance = try ledger.acceptance(of: request, by: alice)
             let path = "/v1/payments/\(request.paymentID)/acceptance"
-            let body = Array(try JSONEncoder().encode(AcceptPayment(
-                acceptance: Data(acceptance.encoded).base64EncodedString(), request: Data(request.encoded).base64EncodedString())))
+            let body = try LedgerClient.encode(AcceptPayment(
+                acceptance: Data(acceptance.encoded).base64EncodedString(), request: Data(request.encoded).base64EncodedString()))
             let first = try await ledger.raw("POST", path,
                 headers: ledger.signed("POST", path, body: body, device: alice.device, idempotencyKey: "pay-1"), body: body)
             let again = try await ledger.raw("POST", path,

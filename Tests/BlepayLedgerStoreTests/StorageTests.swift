@@ -17,6 +17,25 @@ import Testing
         var value: Int { count.withLock { $0 } }
     }
 
+    /// Holds the first `parties` callers of `arrive()` until all of them have come (for at most 10 s); later
+    /// callers pass straight through.
+    final class Rendezvous: Sendable {
+        private let parties: Int
+        private let arrived = Mutex(0)
+        private let gate = DispatchSemaphore(value: 0)
+
+        init(parties: Int) { self.parties = parties }
+
+        func arrive() {
+            let count = arrived.withLock { $0 += 1; return $0 }
+            if count == parties {
+                for _ in 1..<parties { gate.signal() }
+            } else if count < parties {
+                _ = gate.wait(timeout: .now() + 10)
+            }
+        }
+    }
+
     /// Creates a scratch table, spelled for the storage's database.
     func create(_ storage: any LedgerStorage, _ sql: String) async throws {
         let statements = Schema.statements(sql, for: storage.dialect)
@@ -52,7 +71,7 @@ import Testing
     func newerSchemaIsRefused(_ kind: StorageKind) async throws {
         try await withStorage(kind) { storage in
             let newer = Int64(Schema.migrations.count + 1)
-            try await storage.write { tx in try tx.run("INSERT INTO schema_version (version) VALUES (?)", [.integer(newer)]) }
+            _ = try await storage.write { tx in try tx.run("INSERT INTO schema_version (version) VALUES (?)", [.integer(newer)]) }
             let error = await #expect(throws: StorageError.self) { try await storage.migrate() }
             #expect(error?.code == .schemaTooNew)
         }
@@ -135,7 +154,7 @@ import Testing
             }
             #expect(try await ids(storage) == [])
             // The storage goes on working after the rollback.
-            try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (?)", [.integer(2)]) }
+            _ = try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (?)", [.integer(2)]) }
             #expect(try await ids(storage) == [2])
         }
     }
@@ -155,7 +174,7 @@ import Testing
                 } catch { thrown.append("\(error)") }
                 // A statement the database refuses (a duplicate key) inside a savepoint: the transaction goes on.
                 do {
-                    try tx.savepoint { try tx.run("INSERT INTO items (id) VALUES (?)", [.integer(1)]) }
+                    _ = try tx.savepoint { try tx.run("INSERT INTO items (id) VALUES (?)", [.integer(1)]) }
                 } catch { thrown.append("duplicate") }
                 // Nested: the inner one fails, the outer one keeps what it did.
                 let kept = try tx.savepoint {
@@ -181,7 +200,7 @@ import Testing
     func concurrentWritesLoseNoUpdate(_ kind: StorageKind) async throws {
         try await withStorage(kind) { storage in
             try await create(storage, "CREATE TABLE counters (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
-            try await storage.write { tx in try tx.run("INSERT INTO counters (id, n) VALUES (1, 0)", []) }
+            _ = try await storage.write { tx in try tx.run("INSERT INTO counters (id, n) VALUES (1, 0)", []) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<50 {
                     group.addTask {
@@ -198,19 +217,25 @@ import Testing
         }
     }
 
-    /// Many writers creating the same row when it is missing: on PostgreSQL all but one insert collide on the
-    /// primary key, and their transactions are run again (finding the row now) instead of failing.
+    /// Many writers creating the same row when it is missing: on PostgreSQL the inserts collide on the primary
+    /// key, and the losers' transactions are run again (finding the row now) instead of failing.
     @Test(arguments: StorageKind.allCases)
     func concurrentInsertsOfTheSameNewRowAllCount(_ kind: StorageKind) async throws {
         try await withStorage(kind) { storage in
             try await create(storage, "CREATE TABLE counters (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+            let runs = Runs()
+            let rendezvous = Rendezvous(parties: 4)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<20 {
                     group.addTask {
                         try await storage.write { tx in
+                            _ = runs.next()
                             if let row = try tx.row("SELECT n FROM counters WHERE id = 7" + tx.dialect.forUpdate, []) {
                                 try tx.run("UPDATE counters SET n = ? WHERE id = 7", [.integer(try row.integer(0) + 1)])
                             } else {
+                                // PostgreSQL runs writers side by side: the first few all find the row missing
+                                // before any of them inserts it. (SQLite runs them one at a time.)
+                                if tx.dialect == .postgres { rendezvous.arrive() }
                                 try tx.run("INSERT INTO counters (id, n) VALUES (7, 1)", [])
                             }
                         }
@@ -220,6 +245,8 @@ import Testing
             }
             let n = try await storage.read { tx in try tx.row("SELECT n FROM counters WHERE id = 7", [])?.integer(0) }
             #expect(n == 20)
+            // SQLite runs writers one at a time; on PostgreSQL the colliding ones ran again.
+            #expect(kind == .sqlite ? runs.value == 20 : runs.value > 20)
         }
     }
 
@@ -227,7 +254,7 @@ import Testing
     func readsSeeCommittedDataOnly(_ kind: StorageKind) async throws {
         try await withStorage(kind) { storage in
             try await createItems(storage)
-            try await storage.write { tx in try tx.run("INSERT INTO items (id, s) VALUES (1, 'committed')", []) }
+            _ = try await storage.write { tx in try tx.run("INSERT INTO items (id, s) VALUES (1, 'committed')", []) }
             #expect(try await ids(storage) == [1])
 
             // A write that has inserted but not committed yet is invisible to a read running meanwhile.
@@ -296,8 +323,8 @@ import Testing
 
     @Test func aTransactionTheDatabaseRefusesOnceIsRunAgain() async throws {
         try await withStorage(.postgres) { storage in
-            try await storage.write { tx in try tx.run("CREATE TABLE items (id BIGINT PRIMARY KEY)", []) }
-            try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (1)", []) }
+            _ = try await storage.write { tx in try tx.run("CREATE TABLE items (id BIGINT PRIMARY KEY)", []) }
+            _ = try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (1)", []) }
             let runs = StorageTests.Runs()
             let result = try await storage.write { tx in
                 let run = runs.next()
@@ -312,8 +339,8 @@ import Testing
 
     @Test func aTransactionTheDatabaseKeepsRefusingIsAConflict() async throws {
         try await withStorage(.postgres) { storage in
-            try await storage.write { tx in try tx.run("CREATE TABLE items (id BIGINT PRIMARY KEY)", []) }
-            try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (1)", []) }
+            _ = try await storage.write { tx in try tx.run("CREATE TABLE items (id BIGINT PRIMARY KEY)", []) }
+            _ = try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (1)", []) }
             let runs = StorageTests.Runs()
             let error = await #expect(throws: StorageError.self) {
                 try await storage.write { tx in
@@ -328,7 +355,7 @@ import Testing
 
     @Test func aStatementFailureTheBodySwallowedIsNotCommitted() async throws {
         try await withStorage(.postgres) { storage in
-            try await storage.write { tx in try tx.run("CREATE TABLE items (id BIGINT PRIMARY KEY)", []) }
+            _ = try await storage.write { tx in try tx.run("CREATE TABLE items (id BIGINT PRIMARY KEY)", []) }
             let error = await #expect(throws: StorageError.self) {
                 try await storage.write { tx in
                     try tx.run("INSERT INTO items (id) VALUES (5)", [])
@@ -338,6 +365,37 @@ import Testing
             #expect(error?.code == .unavailable)
             let count = try await storage.read { tx in try tx.row("SELECT COUNT(*) FROM items", [])?.integer(0) }
             #expect(count == 0)
+        }
+    }
+
+    @Test func ledgerProcessesStartingTogetherMigrateOnce() async throws {
+        try await withStorage(.postgres) { storage in
+            let configuration = try #require(storage as? PostgresStorage).configuration
+            _ = try await storage.write { tx in
+                try tx.run("DROP SCHEMA public CASCADE", [])
+                try tx.run("CREATE SCHEMA public", [])
+            }
+            let versions = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        let process = try await PostgresStorage(configuration: configuration, logger: testLogger)
+                        do {
+                            try await process.migrate()
+                            let versions = try await process.read { tx in
+                                try tx.rows("SELECT version FROM schema_version ORDER BY version", []).map { try $0.integer(0) }
+                            }
+                            try await process.close()
+                            return versions
+                        } catch {
+                            try? await process.close()
+                            throw error
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let all = (1...Schema.migrations.count).map { Int64($0) }
+            #expect(versions == Array(repeating: all, count: 4))
         }
     }
 

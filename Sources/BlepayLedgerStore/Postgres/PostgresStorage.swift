@@ -153,18 +153,24 @@ public final class PostgresStorage: LedgerStorage {
     ) -> Attempt<T> {
         let tx = PostgresTransaction(connection: connection, logger: logger)
         var bodyRan = false
+        var rolledBack = false
         do {
             try tx.execute(begin, [])
             bodyRan = true
             let value = try body(tx)
-            // COMMIT of a transaction in which a statement failed rolls it back and says so, without an error.
+            // COMMIT of a transaction in which a statement failed (the body went on past the failure) rolls it
+            // back and says so, without an error.
             if try tx.execute("COMMIT", []).metadata.command != "COMMIT" {
+                rolledBack = true
                 throw StorageError(.unavailable, "the transaction was rolled back: a statement in it failed")
             }
             return Attempt(result: .success(value), retry: nil, connectionFailed: false, bodyRan: true)
         } catch {
-            if !tx.connectionFailed { _ = try? tx.execute("ROLLBACK", []) }
-            let retry = (error as? StorageError).flatMap { tx.retryableFailures[$0] }
+            if !tx.connectionFailed && !rolledBack { _ = try? tx.execute("ROLLBACK", []) }
+            // Retried if the failure that ended it asked for a retry.
+            let retry = rolledBack
+                ? tx.retryableFailures.values.first
+                : (error as? StorageError).flatMap { tx.retryableFailures[$0] }
             return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed, bodyRan: bodyRan)
         }
     }

@@ -55,6 +55,7 @@ final class PostgresTransaction: SQLTransaction {
 
     /// Runs one statement and waits for all its rows. A failure is thrown as `StorageError(.unavailable)`; if the
     /// database asked for a retry, the error is remembered so the storage can tell it escaped the body.
+    @discardableResult
     func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {

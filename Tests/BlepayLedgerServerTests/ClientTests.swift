@@ -1,0 +1,84 @@
+import BlepayLedger
+import BlepayLedgerClient
+import BlepayPayments
+import BlepayProtocol
+import Foundation
+import LedgerTestSupport
+import Testing
+
+/// The daemons' client: durable idempotency keys, retries, and the mapping to the payment error taxonomy.
+@Suite struct ClientTests {
+    func keyStore() throws -> IdempotencyKeyStore {
+        try IdempotencyKeyStore(directory: FileManager.default.temporaryDirectory
+            .appendingPathComponent("blepay-keys-\(UUID().uuidString)").path)
+    }
+
+    @Test func aKeyIsStoredBeforeUseAndSurvivesUntilForgotten() throws {
+        let store = try keyStore()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        let key = try store.key(for: "accept-01")
+        // Another process (the daemon after a restart) finds the same key.
+        #expect(try IdempotencyKeyStore(directory: store.directory).key(for: "accept-01") == key)
+        #expect(try store.key(for: "accept-02") != key)
+        store.forget("accept-01")
+        #expect(try store.key(for: "accept-01") != key)
+    }
+
+    @Test(arguments: StorageKind.allCases)
+    func anAcceptanceRetriedAfterACrashReusesItsKeyAndExecutesOnce(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 10_000)
+            let store = try keyStore()
+            defer { try? FileManager.default.removeItem(atPath: store.directory) }
+            let request = try ledger.request(by: cafe, amount: 1_200)
+            let acceptance = try ledger.acceptance(of: request, by: alice)
+
+            // The first attempt reached the ledger, but its answer was lost with the process that sent it.
+            let key = try store.key(for: "accept-\(request.paymentID)")
+            let path = "/v1/payments/\(request.paymentID)/acceptance"
+            let body = try LedgerClient.encode(AcceptPayment(
+                acceptance: Data(acceptance.encoded).base64EncodedString(), request: Data(request.encoded).base64EncodedString()))
+            #expect(try await ledger.raw("POST", path,
+                headers: ledger.signed("POST", path, body: body, device: cafe.device, idempotencyKey: key), body: body).status == 200)
+
+            let client = LedgerClient(baseURL: ledger.baseURL, credentials: cafe.client.credentials, keys: store,
+                retry: .init(attempts: 1), logger: testLogger)
+            let outcome = await LedgerBackend(client: client).execute(request, acceptance)
+            guard case .executed(let receipt) = outcome else { Issue.record("\(outcome)"); return }
+            #expect(receipt.paymentID == request.paymentID)
+            #expect(try await alice.client.instruments().first?.balances.first?.posted == 8_800)
+            // The outcome is final: the key is gone.
+            #expect(try store.key(for: "accept-\(request.paymentID)") != key)
+        }
+    }
+
+    @Test func anUnreachableLedgerIsUnavailableAfterTheRetriesAndTheKeyIsKept() async throws {
+        let store = try keyStore()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        let client = LedgerClient(baseURL: "http://127.0.0.1:9", credentials: .none, keys: store,
+            retry: .init(attempts: 3, firstDelay: .milliseconds(10), timeout: .seconds(1)), logger: testLogger)
+        let key = try store.key(for: "op")
+        do {
+            _ = try await client.post("/v1/accounts", ["kind": "customer"], operation: "op", as: AccountResource.self)
+            Issue.record("reached a closed port")
+        } catch {
+            guard case .unavailable = error else { throw error }
+            #expect(error.paymentError.code == .ledgerOffline)
+        }
+        #expect(try store.key(for: "op") == key)
+    }
+
+    @Test func refusalsMapToThePaymentErrorTaxonomy() {
+        func refused(_ status: Int, _ paymentError: String?) -> PaymentErrorCode {
+            LedgerClientError.refused(status: status, ErrorBody.Detail(code: "x", message: "m", fields: nil,
+                paymentError: paymentError)).paymentError.code
+        }
+        #expect(refused(422, "insufficient-funds") == .insufficientFunds)
+        #expect(refused(422, "blocked") == .blocked)
+        #expect(refused(401, nil) == .invalidCredentials)
+        #expect(refused(404, nil) == .notFound)
+        #expect(refused(400, nil) == .ledgerError)
+        #expect(LedgerClientError.invalidResponse("?").paymentError.code == .ledgerError)
+    }
+}
