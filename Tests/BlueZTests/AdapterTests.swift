@@ -68,7 +68,10 @@ import Testing
         try await f.bluetoothd.addDevice("hci0", "00:00:00:00:00:05", uuids: [payService])
 
         let found = try await collect(stream) { $0.last?.address == "00:00:00:00:00:05" }
-        #expect(found.map(\.address) == ["01", "04", "03", "05"].map { "00:00:00:00:00:\($0)" })
+        // Each matching device of this adapter once. Their order depends on when the stream took its first look:
+        // devices that already match then are yielded from that look, the rest as they change.
+        #expect(found.count == 4)
+        #expect(Set(found.map(\.address)) == Set(["01", "03", "04", "05"].map { "00:00:00:00:00:\($0)" }))
         #expect(found.allSatisfy { $0.path.isDescendant(of: adapter.path) })
     }
 
