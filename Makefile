@@ -8,7 +8,7 @@ TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: all deps build test unit-test rig-test fuzz bench clean
+.PHONY: all deps build test unit-test contract rig-test fuzz bench clean
 
 all: build
 
@@ -25,6 +25,7 @@ build:
 test: deps build
 	rm -f $(TEST_LOG)
 	$(SWIFT) test --skip-build --skip RigTests 2>&1 | tee -a $(TEST_LOG)
+	bash scripts/contract.sh $(BIN_PATH)/blepay-ledger
 	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests 2>&1 | tee -a $(TEST_LOG)
 	@bash scripts/test-summary.sh $(TEST_LOG)
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
@@ -32,6 +33,10 @@ test: deps build
 # Pure and real-D-Bus tiers only (no VMs).
 unit-test: build
 	$(SWIFT) test --skip-build --skip RigTests
+
+# The ledger's HTTP API against docs/ledger-openapi.yaml (schemathesis), then its audit.
+contract: build
+	bash scripts/contract.sh $(BIN_PATH)/blepay-ledger
 
 # Only the real-BlueZ tier.
 rig-test: deps build
