@@ -80,6 +80,8 @@ extension APIError {
         switch error {
         case .keyNotFound(let key, let context):
             self = .invalid(path(context.codingPath, key), "missing", "\(key.stringValue) is required")
+        case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+            self = .malformed("the body is not a JSON object")
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             self = .invalid(path(context.codingPath), "wrong-type", "\(path(context.codingPath)) has the wrong type")
         case .dataCorrupted(let context) where !context.codingPath.isEmpty:

@@ -14,13 +14,15 @@ struct ExpirySweeper: Service {
     let clock: @Sendable () -> Timestamp
     let logger: Logger
 
-    func run() async throws {
-        try await cancelWhenGracefulShutdown { try await sweep() }
+    func run() async {
+        await cancelWhenGracefulShutdown { await sweep() }
     }
 
-    private func sweep() async throws {
+    /// Returns once cancelled (at shutdown): a sleep cut short is the normal way out, not a failure.
+    private func sweep() async {
         while true {
-            try await Task.sleep(for: interval)
+            try? await Task.sleep(for: interval)
+            guard !Task.isCancelled else { return }
             let now = clock()
             do {
                 let expired = try await storage.write { [operations] tx in try operations.expire(tx, at: now) }

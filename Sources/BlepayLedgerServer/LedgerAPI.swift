@@ -54,7 +54,8 @@ struct LedgerAPI: Sendable {
     /// one given (or the one first read) or the wait (at most 10 s) runs out.
     func payment(_ request: Request, id: String) async -> Response {
         let head = Head(request)
-        let wait = min(max(Double(request.uri.queryParameters.get("wait") ?? "0") ?? 0, 0), 10)
+        let asked = Double(request.uri.queryParameters.get("wait") ?? "0") ?? 0
+        let wait = asked.isNaN ? 0 : min(max(asked, 0), 10)
         do {
             let (principal, first) = try await storage.write { tx in
                 let call = try self.authenticate(head, body: [], parameters: [:], access: .device, tx)

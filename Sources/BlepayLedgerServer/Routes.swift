@@ -6,6 +6,7 @@ import Hummingbird
 extension LedgerAPI {
     func routes() -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: UnknownRoutes())
         let operations = self.operations
         router.get("/v1/health") { _, _ in
             LedgerAPI.response(Answer(status: 200, body: Array(#"{"status":"ok"}"#.utf8)))

@@ -4,7 +4,7 @@ import Foundation
 import LedgerTestSupport
 import Testing
 
-/// `blepay-ledger` as an operator runs it: the audit's exit codes, and a bad configuration file.
+/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, and a clean stop.
 @Suite struct CommandTests {
     /// The binary `swift build` made (or as `BLEPAY_LEDGER` names it).
     static var binary: String {
@@ -49,5 +49,27 @@ import Testing
         let result = try run(["serve", "--config", file])
         #expect(result.status == 78)
         #expect(result.output == "blepay-ledger: config.invalid: \(file): server.port is an integer from 0 to 65535\n")
+    }
+
+    @Test func serveStopsCleanlyOnSIGTERM() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-serve-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--state-directory", directory, "--port", "0"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        // Signalled only once it serves: before that, SIGTERM is not yet the service group's to handle.
+        var output = ""
+        while !output.contains("listening"), process.isRunning {
+            output += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        process.terminate()
+        output += String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(output)")
+        #expect(!output.contains("error"), "\(output)")
     }
 }

@@ -1,5 +1,6 @@
 import BlepayLedger
 import BlepayLedgerClient
+import BlepayProtocol
 import Foundation
 import LedgerTestSupport
 import Testing
@@ -72,6 +73,55 @@ import Testing
                 guard case .refused(let status, _) = error else { throw error }
                 #expect(status == 422)
             }
+        }
+    }
+
+    @Test(arguments: StorageKind.allCases)
+    func wholeBodiesRoutesAndCurrenciesAreRefusedWithTheAPIsErrors(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 0)
+            let array = try await post(ledger, cafe, "/v1/payments", "[1]")
+            #expect(array.status == 400 && array.error?.code == "request.malformed", "\(array.error.debugDescription)")
+            let nowhere = try await ledger.raw("GET", "/v1/nowhere")
+            #expect(nowhere.status == 404 && nowhere.error?.code == "not-found")
+            #expect(nowhere.headers["Content-Type"].first == "application/json")
+            do {
+                _ = try await ledger.admin.deposit(Deposit(amount: 100, currency: "XYZ"), into: alice.instrument!.id)
+                Issue.record("deposited in an unknown currency")
+            } catch let error as LedgerClientError {
+                guard case .refused(let status, let detail) = error else { throw error }
+                #expect(status == 400 && detail.fields?.first?.path == "currency", "\(detail)")
+            }
+        }
+    }
+
+    @Test(arguments: StorageKind.allCases)
+    func numbersAtTheEdgesAreRefusedOrClampedNeverTrapped(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let payment = try await cafe.client.createPayment(try ledger.request(by: cafe, amount: 100))
+            for wait in ["nan", "-inf", "-1e400", "soon"] {
+                let path = "/v1/payments/\(payment.id)?wait=\(wait)"
+                let answer = try await ledger.raw("GET", path,
+                    headers: ledger.signed("GET", path, body: [], device: cafe.device, idempotencyKey: nil))
+                #expect(answer.status == 200, "wait=\(wait)")
+            }
+            let ancient = ledger.signed("GET", "/v1/payments/\(payment.id)", body: [], device: cafe.device,
+                timestamp: -Int64.max, idempotencyKey: nil)
+            #expect(try await ledger.raw("GET", "/v1/payments/\(payment.id)", headers: ancient).error?.code == "auth.stale-timestamp")
+
+            let later = Timestamp(millisecondsSince1970: 1 << 63)
+            let future = try PaymentRequest(
+                paymentID: PaymentID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }),
+                amount: Money(minorUnits: 100, currency: Currency("EUR")), reference: nil, merchantID: cafe.account.id,
+                merchantName: cafe.account.name, createdAt: later, expiresAt: later.adding(milliseconds: 60_000),
+                businessOnline: true, signature: .unsigned
+            ).signed(by: cafe.key)
+            let refused = try await post(ledger, cafe, "/v1/payments",
+                #"{"request":"\#(Data(future.encoded).base64EncodedString())"}"#)
+            #expect(refused.status == 400 && refused.error?.fields?.first?.code == "created-in-future",
+                "\(refused.error.debugDescription)")
         }
     }
 }

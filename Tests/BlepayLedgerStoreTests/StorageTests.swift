@@ -1,4 +1,6 @@
+import BlepayLedger
 @testable import BlepayLedgerStore
+import BlepayProtocol
 import Dispatch
 import LedgerTestSupport
 import Synchronization
@@ -365,6 +367,36 @@ import Testing
             #expect(error?.code == .unavailable)
             let count = try await storage.read { tx in try tx.row("SELECT COUNT(*) FROM items", [])?.integer(0) }
             #expect(count == 0)
+        }
+    }
+
+    /// Two processes crediting a balance that has no row yet: neither can lock it, both read it as empty, and
+    /// both credits must still count.
+    @Test func concurrentFirstCreditsToABalanceBothCount() async throws {
+        try await withStorage(.postgres) { storage in
+            let world = AccountID("external:deposits"), card = AccountID("instrument:card")
+            let amount = try Money(minorUnits: 100, currency: Currency("EUR"))
+            let loaded = StorageTests.Rendezvous(parties: 2)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<2 {
+                    group.addTask {
+                        try await storage.write { tx in
+                            var journal = try Books.load(tx, books: [world, card])
+                            loaded.arrive()
+                            journal.open(world, kind: .external)
+                            journal.open(card, kind: .customer)
+                            try journal.transfer(id: "deposit-\(index)", from: world, to: card, amount: amount)
+                            try Books.save(tx, journal, at: Timestamp(millisecondsSince1970: 1))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let (books, posted) = try await storage.read { tx in
+                (try Books.loadAll(tx), try tx.row("SELECT posted FROM balances WHERE book = ?", [.text(card.rawValue)])?.integer(0))
+            }
+            #expect(posted == 200)
+            #expect(books.audit() == [])
         }
     }
 

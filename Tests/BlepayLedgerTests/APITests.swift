@@ -46,6 +46,8 @@ import Testing
         #expect(verify(timestamp: now - 301, nonces: &nonces) == .staleTimestamp)
         #expect(verify(timestamp: now + 301, nonces: &nonces) == .staleTimestamp)
         #expect(verify(timestamp: now - 300, nonces: &nonces) == nil)
+        #expect(verify(timestamp: .min, nonces: &nonces) == .staleTimestamp)
+        #expect(verify(timestamp: .max, nonces: &nonces) == .staleTimestamp)
         #expect(verify(nonce: nil, nonces: &nonces) == .missingHeader)
         #expect(verify(nonce: String(repeating: "x", count: 65), nonces: &nonces) == .missingHeader)
         #expect(verify(signature: "not hex", nonces: &nonces) == .missingHeader)

@@ -72,6 +72,20 @@ import Testing
         #expect(journal.audit().isEmpty)
     }
 
+    @Test func balancesStopAtTheLargestTheBooksCanCount() throws {
+        var journal = try books()
+        var deposits = 0
+        var refusal: LedgerError.Code?
+        while refusal == nil, deposits < 10_000 {
+            refusal = code { try journal.transfer(id: "d\(deposits)", from: world, to: alice, amount: eur(Money.maximumMinorUnits)) }
+            if refusal == nil { deposits += 1 }
+        }
+        #expect(refusal == .balanceLimit)
+        #expect(deposits == Int((Int64.max - 10_000) / Int64(Money.maximumMinorUnits)))
+        #expect(journal.balance(of: alice, in: "EUR").posted == 10_000 + Int64(deposits) * Int64(Money.maximumMinorUnits))
+        #expect(journal.audit().isEmpty)
+    }
+
     @Test func randomOperationsKeepTheBooksSound() throws {
         let accounts = [world] + (0..<5).map { AccountID("customer:\($0)") } + [cafe]
         for seed in 0..<200 as Range<UInt64> {

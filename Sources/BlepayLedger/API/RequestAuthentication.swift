@@ -49,7 +49,8 @@ public enum RequestAuthentication {
         guard let timestamp, let nonce, !nonce.isEmpty, nonce.utf8.count <= 64, let signature,
             let mac = Hex.decode(signature, limit: SHA256.byteCount)
         else { throw Failure(.missingHeader) }
-        guard abs(now - timestamp) <= window else { throw Failure(.staleTimestamp) }
+        let (age, overflow) = now.subtractingReportingOverflow(timestamp)
+        guard !overflow, age.magnitude <= window else { throw Failure(.staleTimestamp) }
         let data = canonical(method: method, path: path, timestamp: timestamp, nonce: nonce, body: body)
         guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: data, using: secret) else {
             throw Failure(.badSignature)

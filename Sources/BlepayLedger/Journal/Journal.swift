@@ -83,8 +83,15 @@ public struct Journal: Sendable {
             public let currency: String
         }
 
+        /// How much a balance moved: storage adds this to the stored row rather than writing the new total, so
+        /// that two writers of a row that did not exist yet (which nothing could lock) both count.
+        public struct Movement: Sendable, Hashable {
+            public fileprivate(set) var posted: Int64 = 0
+            public fileprivate(set) var held: Int64 = 0
+        }
+
         public fileprivate(set) var openedAccounts: [AccountID: Kind] = [:]
-        public fileprivate(set) var balances: Set<BalanceKey> = []
+        public fileprivate(set) var balances: [BalanceKey: Movement] = [:]
         /// In the order they were made.
         public fileprivate(set) var transfers: [Transfer] = []
         public fileprivate(set) var holds: Set<String> = []
@@ -235,6 +242,11 @@ public struct Journal: Sendable {
             throw LedgerError(.unknownAccount, "\(debit) → \(credit)")
         }
         guard amount > 0, amount <= Money.maximumMinorUnits else { throw LedgerError(.invalidAmount, "amount \(amount)") }
+        let debited = balance(of: debit, in: currency).posted.subtractingReportingOverflow(Int64(amount))
+        let credited = balance(of: credit, in: currency).posted.addingReportingOverflow(Int64(amount))
+        guard !debited.overflow, !credited.overflow else {
+            throw LedgerError(.balanceLimit, "\(debit) → \(credit) would pass the largest balance")
+        }
         if debitKind != .external {
             let available = balance(of: debit, in: currency).available
             guard available >= Int64(amount) else {
@@ -259,8 +271,13 @@ public struct Journal: Sendable {
     }
 
     private mutating func adjust(_ account: AccountID, _ currency: String, _ change: (inout Balance) -> Void) {
-        change(&balances[account, default: [:]][currency, default: Balance(posted: 0, held: 0)])
-        changes.balances.insert(Changes.BalanceKey(account: account, currency: currency))
+        let before = balance(of: account, in: currency)
+        var after = before
+        change(&after)
+        balances[account, default: [:]][currency] = after
+        let key = Changes.BalanceKey(account: account, currency: currency)
+        changes.balances[key, default: Changes.Movement()].posted += after.posted - before.posted
+        changes.balances[key, default: Changes.Movement()].held += Int64(after.held) - Int64(before.held)
     }
 
     private mutating func expireIfDue(_ id: String, at now: Timestamp) {

@@ -12,6 +12,8 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case holdNotPending = "ledger.hold-not-pending"
         case exceedsHold = "ledger.exceeds-hold"
         case invalidAmount = "ledger.invalid-amount"
+        /// The transfer would take a balance past what the books can count.
+        case balanceLimit = "ledger.balance-limit"
         // Payments.
         case expired = "ledger.expired"
         /// Amount or currency other than the request's.
@@ -36,7 +38,7 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
     public var paymentErrorCode: PaymentErrorCode {
         switch code {
         case .insufficientFunds: .insufficientFunds
-        case .exceedsHold: .limitExceeded
+        case .exceedsHold, .balanceLimit: .limitExceeded
         case .holdNotPending: .preAuthorizationInvalid
         case .unknownAccount: .invalidInstrument
         case .idConflict, .unknownHold, .invalidAmount: .rejected

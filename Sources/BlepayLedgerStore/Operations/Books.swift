@@ -2,7 +2,9 @@ import BlepayLedger
 import BlepayProtocol
 
 /// The journal's tables: loads the part of the books an operation touches (locking its balance rows, in one order
-/// so that concurrent operations cannot deadlock) and writes back what the operation changed.
+/// so that concurrent operations cannot deadlock) and writes back what the operation changed. A balance row that
+/// does not exist yet cannot be locked; it can only be credited (nothing is available in it), and because the
+/// write adds the movement to whatever row is there by then, concurrent first credits all count.
 enum Books {
     static func load(_ tx: any SQLTransaction, books: [AccountID], holds: [String] = []) throws -> Journal {
         let ids = Set(books).sorted()
@@ -56,14 +58,14 @@ enum Books {
         for (book, kind) in changes.openedAccounts.sorted(by: { $0.key < $1.key }) {
             try tx.run("INSERT INTO books (id, kind) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", [.text(book.rawValue), .text(kind.rawValue)])
         }
-        for key in changes.balances.sorted(by: { ($0.account, $0.currency) < ($1.account, $1.currency) }) {
-            let balance = journal.balance(of: key.account, in: key.currency)
+        for (key, movement) in changes.balances.sorted(by: { ($0.key.account, $0.key.currency) < ($1.key.account, $1.key.currency) }) {
             try tx.run(
                 """
                 INSERT INTO balances (book, currency, posted, held) VALUES (?, ?, ?, ?)
-                ON CONFLICT (book, currency) DO UPDATE SET posted = excluded.posted, held = excluded.held
+                ON CONFLICT (book, currency) DO UPDATE
+                SET posted = balances.posted + excluded.posted, held = balances.held + excluded.held
                 """,
-                [.text(key.account.rawValue), .text(key.currency), .integer(balance.posted), .integer(Int64(balance.held))])
+                [.text(key.account.rawValue), .text(key.currency), .integer(movement.posted), .integer(movement.held)])
         }
         for transfer in changes.transfers {
             try tx.run(
@@ -101,5 +103,5 @@ enum Books {
 }
 
 extension Timestamp {
-    var sqlValue: SQLValue { .integer(Int64(millisecondsSince1970)) }
+    var sqlValue: SQLValue { .integer(Int64(clamping: millisecondsSince1970)) }
 }

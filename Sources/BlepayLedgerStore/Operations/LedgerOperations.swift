@@ -71,12 +71,12 @@ public struct LedgerOperations: Sendable {
         }
     }
 
-    static func money(_ amount: Int64, _ currency: String, field: String = "amount") throws(APIError) -> Money {
-        do throws(ProtocolError) {
-            guard amount > 0 else { throw ProtocolError(.invalidValue, "an amount is more than 0") }
-            return try Money(minorUnits: UInt64(amount), currency: Currency(currency))
-        } catch {
-            throw APIError.invalid(field, "invalid-amount", error.message)
+    static func money(_ amount: Int64, _ currency: String) throws(APIError) -> Money {
+        let code: Currency
+        do { code = try Currency(currency) } catch { throw APIError.invalid("currency", "invalid-currency", error.message) }
+        guard amount > 0 else { throw APIError.invalid("amount", "invalid-amount", "an amount is more than 0") }
+        do { return try Money(minorUnits: UInt64(amount), currency: code) } catch {
+            throw APIError.invalid("amount", "invalid-amount", error.message)
         }
     }
 

@@ -14,6 +14,7 @@ extension LedgerOperations {
     public func createPayment(_ tx: any SQLTransaction, _ body: CreatePayment, device: Device, at now: Timestamp) throws -> PaymentResource {
         guard device.accountKind == .merchant else { throw APIError.forbidden("only business devices create payments") }
         let request = try Self.message("request", base64: body.request) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+        try Self.checkCreated(request, at: now)
         guard request.merchantID == device.account, isValidSignature(request.signature, of: request.signingBytes, by: device.signingKey)
         else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by this device for its merchant")) }
         if let stored = try load(tx, request.paymentID) {
@@ -24,6 +25,14 @@ extension LedgerOperations {
         let stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: device.account, customer: nil)
         try insert(tx, stored, at: now)
         return try resource(stored)
+    }
+
+    /// A request is not made later than the ledger's clock allows (by the request signature's window): devices'
+    /// clocks drift a little, and a far-future request would otherwise never expire.
+    static func checkCreated(_ request: PaymentRequest, at now: Timestamp) throws(APIError) {
+        guard request.createdAt <= now.adding(milliseconds: UInt64(RequestAuthentication.window) * 1000) else {
+            throw APIError.invalid("request", "created-in-future", "the request is dated later than the ledger's clock")
+        }
     }
 
     /// Takes the customer's acceptance and executes the payment. The business forwards it, or the customer's
@@ -47,6 +56,7 @@ extension LedgerOperations {
         } else {
             guard let requestText = body.request else { throw APIError.notFound("payment") }
             let request = try Self.message("request", base64: requestText) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+            try Self.checkCreated(request, at: now)
             guard request.paymentID == acceptance.paymentID,
                 try merchantKeys(tx, merchant: request.merchantID).contains(where: { key in
                     isValidSignature(request.signature, of: request.signingBytes, by: key)
