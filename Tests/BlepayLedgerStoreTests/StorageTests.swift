@@ -28,13 +28,15 @@ import Testing
 
         init(parties: Int) { self.parties = parties }
 
-        func arrive() {
+        /// Waits (at most 10 s) for every party; false if they did not all come.
+        @discardableResult
+        func arrive() -> Bool {
             let count = arrived.withLock { $0 += 1; return $0 }
             if count == parties {
                 for _ in 1..<parties { gate.signal() }
-            } else if count < parties {
-                _ = gate.wait(timeout: .now() + 10)
+                return true
             }
+            return count < parties && gate.wait(timeout: .now() + 10) == .success
         }
     }
 
@@ -396,6 +398,48 @@ import Testing
                 (try Books.loadAll(tx), try tx.row("SELECT posted FROM balances WHERE book = ?", [.text(card.rawValue)])?.integer(0))
             }
             #expect(posted == 200)
+            #expect(books.audit() == [])
+        }
+    }
+
+    /// Only the books an operation takes money from are locked: two customers paying one merchant both have their
+    /// books loaded at once (neither waits for the other's commit), and both credits count.
+    @Test func paymentsToOneMerchantDoNotQueueOnItsBalance() async throws {
+        try await withStorage(.postgres) { storage in
+            let world = AccountID("external:deposits"), shop = AccountID("merchant:shop")
+            let cards = [AccountID("instrument:a"), AccountID("instrument:b")]
+            let amount = try Money(minorUnits: 100, currency: Currency("EUR"))
+            let at = Timestamp(millisecondsSince1970: 1)
+            try await storage.write { tx in
+                var journal = try Books.load(tx, books: [world], credited: cards + [shop])
+                journal.open(world, kind: .external)
+                journal.open(shop, kind: .merchant)
+                for card in cards + [shop] {
+                    journal.open(card, kind: card == shop ? .merchant : .customer)
+                    try journal.transfer(id: "fund-\(card.rawValue)", from: world, to: card, amount: amount)
+                }
+                try Books.save(tx, journal, at: at)
+            }
+            let loaded = StorageTests.Rendezvous(parties: 2)
+            let together = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for card in cards {
+                    group.addTask {
+                        try await storage.write { tx in
+                            var journal = try Books.load(tx, books: [card], credited: [shop])
+                            let together = loaded.arrive()
+                            try journal.transfer(id: "pay-\(card.rawValue)", from: card, to: shop, amount: amount)
+                            try Books.save(tx, journal, at: at)
+                            return together
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let (books, posted) = try await storage.read { tx in
+                (try Books.loadAll(tx), try tx.row("SELECT posted FROM balances WHERE book = ?", [.text(shop.rawValue)])?.integer(0))
+            }
+            #expect(together == [true, true])
+            #expect(posted == 300)
             #expect(books.audit() == [])
         }
     }

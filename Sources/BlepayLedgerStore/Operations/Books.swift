@@ -1,23 +1,35 @@
 import BlepayLedger
 import BlepayProtocol
 
-/// The journal's tables: loads the part of the books an operation touches (locking its balance rows, in one order
-/// so that concurrent operations cannot deadlock) and writes back what the operation changed. A balance row that
-/// does not exist yet cannot be locked; it can only be credited (nothing is available in it), and because the
-/// write adds the movement to whatever row is there by then, concurrent first credits all count.
+/// The journal's tables: loads the part of the books an operation touches and writes back what the operation
+/// changed. Writes add each movement to whatever row is there by then, so concurrent movements all count; only the
+/// rows an operation may take money from are locked (in one order, so that concurrent operations cannot deadlock),
+/// because only they can run short. Books that are only credited are read unlocked: a busy merchant's balance is
+/// not a queue every payment waits in. A balance row that does not exist yet cannot be locked either; it can only
+/// be credited (nothing is available in it).
 enum Books {
-    static func load(_ tx: any SQLTransaction, books: [AccountID], holds: [String] = []) throws -> Journal {
-        let ids = Set(books).sorted()
+    /// The books an operation debits (`books`, locked) and only credits (`credited`, not locked), and its holds.
+    static func load(_ tx: any SQLTransaction, books: [AccountID], credited: [AccountID] = [], holds: [String] = []) throws
+        -> Journal
+    {
+        let locked = Set(books).sorted()
+        let ids = Set(books + credited).sorted()
         var kinds: [AccountID: Journal.Kind] = [:]
         for row in try tx.rows("SELECT id, kind FROM books WHERE id IN (\(marks(ids.count)))", ids.map { .text($0.rawValue) }) {
             guard let kind = Journal.Kind(rawValue: try row.text(1)) else { throw StorageError.corrupt(column: 1, row.values[1]) }
             kinds[AccountID(try row.text(0))] = kind
         }
         var balances: [AccountID: [String: Journal.Balance]] = [:]
-        let balanceRows = try tx.rows(
-            "SELECT book, currency, posted, held FROM balances WHERE book IN (\(marks(ids.count))) ORDER BY book, currency"
+        let unlocked = Set(credited).subtracting(locked).sorted()
+        var balanceRows = try tx.rows(
+            "SELECT book, currency, posted, held FROM balances WHERE book IN (\(marks(locked.count))) ORDER BY book, currency"
                 + tx.dialect.forUpdate,
-            ids.map { .text($0.rawValue) })
+            locked.map { .text($0.rawValue) })
+        if !unlocked.isEmpty {
+            balanceRows += try tx.rows(
+                "SELECT book, currency, posted, held FROM balances WHERE book IN (\(marks(unlocked.count)))",
+                unlocked.map { .text($0.rawValue) })
+        }
         for row in balanceRows {
             balances[AccountID(try row.text(0)), default: [:]][try row.text(1)] =
                 Journal.Balance(posted: try row.integer(2), held: UInt64(try row.integer(3)))

@@ -81,7 +81,7 @@ extension LedgerOperations {
     public func deposit(_ tx: any SQLTransaction, instrument id: String, _ body: Deposit, at now: Timestamp) throws -> InstrumentResource {
         let amount = try Self.money(body.amount, body.currency)
         _ = try instrument(tx, id, account: nil)
-        var journal = try Books.load(tx, books: [Self.deposits, Self.instrumentBook(id)])
+        var journal = try Books.load(tx, books: [Self.deposits], credited: [Self.instrumentBook(id)])
         journal.open(Self.deposits, kind: .external)
         do { try journal.transfer(id: Self.randomID("deposit:"), from: Self.deposits, to: Self.instrumentBook(id), amount: amount) } catch {
             throw APIError(error)

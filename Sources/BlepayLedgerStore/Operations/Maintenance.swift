@@ -30,7 +30,8 @@ extension LedgerOperations {
             "SELECT id, debit, credit FROM holds WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
             [now.sqlValue, .integer(Int64(limit))])
         for row in holds {
-            var journal = try Books.load(tx, books: [AccountID(try row.text(1)), AccountID(try row.text(2))], holds: [try row.text(0)])
+            var journal = try Books.load(tx, books: [AccountID(try row.text(1))], credited: [AccountID(try row.text(2))],
+                holds: [try row.text(0)])
             expired.holds += journal.expireHolds(at: now).count
             try Books.save(tx, journal, at: now)
         }
@@ -41,7 +42,7 @@ extension LedgerOperations {
             [.integer(Int64(due)), .integer(Int64(limit))])
         {
             guard var (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0)) else { continue }
-            var journal = try Books.load(tx, books: [preAuthorization.escrow, preAuthorization.customer])
+            var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [preAuthorization.customer])
             guard try preAuthorization.expire(at: now, journal: &journal) else { continue }
             try Books.save(tx, journal, at: now)
             try tx.run("UPDATE pre_authorizations SET state = ? WHERE id = ?", [.text(preAuthorization.state.rawValue), .text(try row.text(0))])

@@ -78,7 +78,8 @@ extension LedgerOperations {
         else { throw APIError(LedgerError(.unknownAccount, "no such instrument of the accepting customer")) }
 
         let book = Self.instrumentBook(acceptance.instrumentID)
-        var journal = try Books.load(tx, books: [book, Self.merchantBook(stored.merchant)], holds: [stored.payment.holdID])
+        var journal = try Books.load(tx, books: [book], credited: [Self.merchantBook(stored.merchant)],
+            holds: [stored.payment.holdID])
         do {
             try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, at: now)
         } catch { throw APIError(error) }

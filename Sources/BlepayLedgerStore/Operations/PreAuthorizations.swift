@@ -50,7 +50,7 @@ extension LedgerOperations {
             throw APIError.notFound("pre-authorization")
         }
         if preAuthorization.state == .voided { return resource(preAuthorization) }
-        var journal = try Books.load(tx, books: [preAuthorization.escrow, preAuthorization.customer])
+        var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [preAuthorization.customer])
         do { try preAuthorization.void(journal: &journal) } catch { throw APIError(error) }
         try Books.save(tx, journal, at: now)
         try tx.run("UPDATE pre_authorizations SET state = ? WHERE id = ?", [.text(preAuthorization.state.rawValue), .text(id)])
@@ -82,7 +82,7 @@ extension LedgerOperations {
             isValidSignature(request.signature, of: request.signingBytes, by: key)
         }) else { return SettlementResults.Item(paymentId: paymentID, result: .badSignature) }
         let merchant = Self.merchantBook(request.merchantID)
-        var journal = try Books.load(tx, books: [preAuthorization.escrow, merchant])
+        var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [merchant])
         let result = preAuthorization.settle(
             request, acceptance, merchantKey: merchantKey, merchant: merchant,
             ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]), journal: &journal)
