@@ -3,6 +3,7 @@ SWIFT ?= swift
 BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200
+LEDGER_BENCH_PAYMENTS ?= 8000
 FUZZ_SECONDS ?= 60
 TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
@@ -46,12 +47,15 @@ rig-test: deps build
 fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# The Benchmarks package (codec against JSON, a payment's air use, payment sessions), then in the one-host
-# topology: discovery, connection and GATT round-trip timings, and the peripheral's peak RSS.
+# The Benchmarks package (codec against JSON, a payment's air use, payment sessions); the ledger's durable
+# payments/s and latency over HTTP on SQLite and on PostgreSQL (two processes) beside the disk's raw SQLite
+# transactions/s; then in the one-host topology: discovery, connection and GATT round-trip timings, and the
+# peripheral's peak RSS.
 bench: deps
 	bash scripts/bench-swift.sh
+	bash scripts/bench-ledger.sh $(LEDGER_BENCH_PAYMENTS)
 	$(SWIFT) build -c release --product blepay-loopback
 	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
 
 clean:
-	rm -rf .build .build-fuzz .rig-logs
+	rm -rf .build .build-fuzz .build-bench .build-bench-load .rig-logs

@@ -12,6 +12,11 @@ let package = Package(
     dependencies: [
         .package(path: blepay.path),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .executableTarget(
@@ -31,6 +36,21 @@ let package = Package(
             ],
             path: "Benchmarks/PaymentsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Load over HTTP for the ledger (scripts/bench-ledger.sh): complete payments, and raw durable SQLite.
+        .executableTarget(
+            name: "LedgerLoad",
+            dependencies: [
+                .product(name: "BlepayLedgerClient", package: blepay.lastPathComponent),
+                .product(name: "BlepayLedger", package: blepay.lastPathComponent),
+                .product(name: "BlepayProtocol", package: blepay.lastPathComponent),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/LedgerLoad"
         ),
     ],
     swiftLanguageModes: [.v6]
