@@ -39,12 +39,16 @@ enum Caller: Sendable {
     }
 }
 
-/// One request as a route's operation sees it: who called, the body, the path parameters and the time.
+/// One request as a route's operation sees it: who called, the body, the path parameters, the time, and the work
+/// done on it before the transaction.
 struct Call: Sendable {
     let caller: Caller
     let body: [UInt8]
     let parameters: [String: String]
     let now: Timestamp
+    var anticipated = Anticipation()
+
+    var signatures: CheckedSignatures { anticipated.signatures }
 
     /// The enrolled device making the call; routes with `.device` access always have one.
     var device: Device {
@@ -60,6 +64,7 @@ struct Call: Sendable {
 
     /// The JSON body as `T`; a wrong or missing field is named by its path.
     func decode<T: Decodable>(_: T.Type) throws(APIError) -> T {
+        if let body = anticipated.body as? T { return body }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch let error as DecodingError {

@@ -19,6 +19,7 @@ struct LedgerAPI: Sendable {
     let watch: PaymentWatch
     let clock: @Sendable () -> Timestamp
     let logger: Logger
+    let deviceKeys = DeviceKeys()
     static let maximumBody = 1 << 20
 
     /// The answer to one request: a status and a JSON body.
@@ -28,9 +29,10 @@ struct LedgerAPI: Sendable {
         var replayed = false
     }
 
-    /// Answers `request` with `operation`'s result (`success` is its status: 200, or 201 for a creation).
+    /// Answers `request` with `operation`'s result (`success` is its status: 200, or 201 for a creation), after
+    /// `anticipate` did what it can before the transaction.
     func respond(to request: Request, parameters: [String: String], access: Access, success: Int = 200,
-        operation: @escaping Operation) async -> Response
+        anticipate: Anticipate? = nil, operation: @escaping Operation) async -> Response
     {
         let body: [UInt8]
         do {
@@ -39,9 +41,11 @@ struct LedgerAPI: Sendable {
             return Self.response(APIError(status: 413, code: "request.too-large", "a body is at most 1 MiB"))
         }
         let head = Head(request)
+        let anticipated = anticipate.map { $0(body, head.device.flatMap(deviceKeys.key(of:))) } ?? Anticipation()
         do {
             let answer = try await storage.write { tx in
-                try self.answer(head, body: body, parameters: parameters, access: access, success: success, tx, operation)
+                try self.answer(head, body: body, parameters: parameters, access: access, success: success,
+                    anticipated: anticipated, tx, operation)
             }
             if head.method == "POST", answer.status < 300 { await watch.changed() }
             return Self.response(answer)
@@ -76,9 +80,10 @@ struct LedgerAPI: Sendable {
     }
 
     private func answer(_ head: Head, body: [UInt8], parameters: [String: String], access: Access, success: Int,
-        _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer
+        anticipated: Anticipation, _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer
     {
-        let call = try authenticate(head, body: body, parameters: parameters, access: access, tx)
+        var call = try authenticate(head, body: body, parameters: parameters, access: access, tx)
+        call.anticipated = anticipated
         guard head.method == "POST" else { return try execute(call, success, tx, operation) }
         let key: String
         do { key = try IdempotencyRecord.validate(head.idempotencyKey) } catch { throw APIError(error) }
@@ -136,6 +141,7 @@ struct LedgerAPI: Sendable {
                 guard try operations.spendNonce(tx, device: device.id, nonce: nonce, at: now) else {
                     throw RequestAuthentication.Failure(.reusedNonce)
                 }
+                deviceKeys.remember(device)
             } catch let failure as RequestAuthentication.Failure {
                 throw APIError(failure)
             }

@@ -50,15 +50,20 @@ extension LedgerAPI {
         route(router, .get, "/v1/instruments/:id", .device) { call, tx in
             try operations.instrument(tx, call.parameter("id"), account: try call.device.account)
         }
-        route(router, .post, "/v1/payments", .device, success: 201) { call, tx in
-            try operations.createPayment(tx, try call.decode(CreatePayment.self), device: try call.device, at: call.now)
+        route(router, .post, "/v1/payments", .device, success: 201) { body, deviceKey in
+            Anticipation(decoding: body, as: CreatePayment.self) { LedgerOperations.checkSignatures(of: $0, deviceKey: deviceKey) }
+        } operation: { call, tx in
+            try operations.createPayment(tx, try call.decode(CreatePayment.self), device: try call.device, at: call.now,
+                signatures: call.signatures)
         }
         router.get("/v1/payments/:id") { request, context in
             await self.payment(request, id: context.parameters.get("id") ?? "")
         }
-        route(router, .post, "/v1/payments/:id/acceptance", .device) { call, tx in
+        route(router, .post, "/v1/payments/:id/acceptance", .device) { body, _ in
+            Anticipation(decoding: body, as: AcceptPayment.self) { LedgerOperations.checkSignatures(of: $0) }
+        } operation: { call, tx in
             try operations.acceptPayment(tx, id: call.parameter("id"), try call.decode(AcceptPayment.self),
-                device: try call.device, at: call.now)
+                device: try call.device, at: call.now, signatures: call.signatures)
         }
         route(router, .post, "/v1/payments/:id/cancel", .device) { call, tx in
             try operations.cancelPayment(tx, id: call.parameter("id"), device: try call.device, at: call.now)
@@ -80,13 +85,19 @@ extension LedgerAPI {
     }
 
     private func route(_ router: Router<BasicRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
-        _ access: Access, success: Int = 200, _ operation: @escaping Operation)
+        _ access: Access, success: Int = 200, anticipate: Anticipate? = nil, operation: @escaping Operation)
     {
         router.on(path, method: method) { request, context in
             var parameters: [String: String] = [:]
             if let id = context.parameters.get("id") { parameters["id"] = id }
             return await self.respond(to: request, parameters: parameters, access: access, success: success,
-                operation: operation)
+                anticipate: anticipate, operation: operation)
         }
+    }
+
+    private func route(_ router: Router<BasicRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
+        _ access: Access, success: Int = 200, _ operation: @escaping Operation)
+    {
+        route(router, method, path, access, success: success, anticipate: nil, operation: operation)
     }
 }

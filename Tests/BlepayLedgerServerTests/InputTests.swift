@@ -59,20 +59,43 @@ import Testing
         }
     }
 
+    /// Signatures are checked before the write transaction once the ledger knows the device's key (after its first
+    /// request); forgeries are refused all the same, and leave the payment open for the real acceptance.
     @Test(arguments: StorageKind.allCases)
-    func aRequestSignedByAnotherMerchantIsRefused(kind: StorageKind) async throws {
+    func requestsAndAcceptancesNotSignedByTheirDevicesAreRefused(kind: StorageKind) async throws {
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let other = try await ledger.merchant("Bakery")
-            let request = try ledger.request(by: other, amount: 100)
-            do {
-                _ = try await cafe.client.createPayment(request)
-                Issue.record("accepted another merchant's request")
-            } catch let error as LedgerClientError {
-                #expect(error.code == "ledger.invalid-signature")
-                guard case .refused(let status, _) = error else { throw error }
-                #expect(status == 422)
+            let alice = try await ledger.customer(balance: 10_000)
+            let request = try ledger.request(by: cafe, amount: 100)
+            #expect(try await cafe.client.createPayment(request).status == .authorizationRequired)
+
+            func refusal(_ call: () async throws -> PaymentResource) async throws -> (Int, String)? {
+                do {
+                    _ = try await call()
+                    return nil
+                } catch let error as LedgerClientError {
+                    guard case .refused(let status, _) = error else { throw error }
+                    return (status, error.code)
+                }
             }
+            let othersRequest = try ledger.request(by: other, amount: 100)
+            var inCafesName = try ledger.request(by: cafe, amount: 100)
+            inCafesName = try inCafesName.signed(by: other.key)
+            for forged in [othersRequest, inCafesName] {
+                let refused = try await refusal { try await cafe.client.createPayment(forged) }
+                #expect(refused?.0 == 422 && refused?.1 == "ledger.invalid-signature", "\(String(describing: refused))")
+            }
+
+            let genuine = try ledger.acceptance(of: request, by: alice)
+            let forgedAcceptance = try PaymentAcceptance(
+                paymentID: genuine.paymentID, amount: genuine.amount, tipMinorUnits: genuine.tipMinorUnits,
+                instrumentID: genuine.instrumentID, delegatedInstrument: genuine.delegatedInstrument, createdAt: genuine.createdAt,
+                requestHash: genuine.requestHash, sessionHash: genuine.sessionHash, customerKey: alice.key.publicKey,
+                preAuthorization: nil, signature: other.key.sign(genuine.signingBytes))
+            let refused = try await refusal { try await alice.client.accept(forgedAcceptance, request: nil) }
+            #expect(refused?.0 == 422 && refused?.1 == "ledger.invalid-signature", "\(String(describing: refused))")
+            #expect(try await alice.client.accept(genuine, request: nil).status == .settled)
         }
     }
 

@@ -48,7 +48,10 @@ public struct LedgerPayment: Sendable, Hashable {
 
     /// Takes the customer's acceptance: signed by `deviceKey` (the key registered for the instrument), bound to
     /// this exact request, for its amount and currency, before expiry. The same acceptance again is a no-op.
-    public mutating func accept(_ acceptance: PaymentAcceptance, deviceKey: Key32, at now: Timestamp) throws(LedgerError) {
+    /// `signatures` may hold the acceptance's signature checked already.
+    public mutating func accept(_ acceptance: PaymentAcceptance, deviceKey: Key32, at now: Timestamp,
+        signatures: CheckedSignatures = CheckedSignatures()) throws(LedgerError)
+    {
         if acceptance == self.acceptance { return }
         guard status == .authorizationRequired else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
         guard now < request.expiresAt else { throw LedgerError(.expired, "the request expired at \(request.expiresAt)") }
@@ -56,7 +59,7 @@ public struct LedgerPayment: Sendable, Hashable {
             throw LedgerError(.amountMismatch, "accepted \(acceptance.amount), requested \(request.amount)")
         }
         guard acceptance.customerKey == deviceKey, acceptance.requestHash == request.hash,
-            isValidSignature(acceptance.signature, of: acceptance.signingBytes, by: deviceKey)
+            signatures.isValid(acceptance.signature, of: acceptance.signingBytes, by: deviceKey)
         else { throw LedgerError(.invalidSignature, "the acceptance is not the device's, or not for this request") }
         self.acceptance = acceptance
         history.append(Change(status: .authorizing, at: now))

@@ -11,11 +11,32 @@ extension LedgerOperations {
         var customer: String?
     }
 
-    public func createPayment(_ tx: any SQLTransaction, _ body: CreatePayment, device: Device, at now: Timestamp) throws -> PaymentResource {
+    /// The signatures a create or accept body carries, checked before its transaction (see `CheckedSignatures`):
+    /// a request by the creating device's key, if known, and an acceptance by the customer key it names.
+    public static func checkSignatures(of body: CreatePayment, deviceKey: Key32?) -> CheckedSignatures {
+        var signatures = CheckedSignatures()
+        if let deviceKey, let request = try? message("request", base64: body.request, PaymentRequest.init(encoded:)) {
+            signatures.check(request.signature, of: request.signingBytes, by: deviceKey)
+        }
+        return signatures
+    }
+
+    public static func checkSignatures(of body: AcceptPayment) -> CheckedSignatures {
+        var signatures = CheckedSignatures()
+        if let acceptance = try? message("acceptance", base64: body.acceptance, PaymentAcceptance.init(encoded:)) {
+            signatures.check(acceptance.signature, of: acceptance.signingBytes, by: acceptance.customerKey)
+        }
+        return signatures
+    }
+
+    public func createPayment(_ tx: any SQLTransaction, _ body: CreatePayment, device: Device, at now: Timestamp,
+        signatures: CheckedSignatures = CheckedSignatures()) throws -> PaymentResource
+    {
         guard device.accountKind == .merchant else { throw APIError.forbidden("only business devices create payments") }
         let request = try Self.message("request", base64: body.request) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
         try Self.checkCreated(request, at: now)
-        guard request.merchantID == device.account, isValidSignature(request.signature, of: request.signingBytes, by: device.signingKey)
+        guard request.merchantID == device.account,
+            signatures.isValid(request.signature, of: request.signingBytes, by: device.signingKey)
         else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by this device for its merchant")) }
         if let stored = try load(tx, request.paymentID) {
             guard stored.payment.request == request else { throw APIError(LedgerError(.idConflict, "payment \(request.paymentID) exists")) }
@@ -38,8 +59,8 @@ extension LedgerOperations {
     /// Takes the customer's acceptance and executes the payment. The business forwards it, or the customer's
     /// device sends it itself (with the request, if the business never reached the ledger). A wrong acceptance
     /// is refused and leaves the payment open for a valid one; insufficient funds or a blocked instrument fail it.
-    public func acceptPayment(_ tx: any SQLTransaction, id: String, _ body: AcceptPayment, device: Device, at now: Timestamp) throws
-        -> PaymentResource
+    public func acceptPayment(_ tx: any SQLTransaction, id: String, _ body: AcceptPayment, device: Device, at now: Timestamp,
+        signatures: CheckedSignatures = CheckedSignatures()) throws -> PaymentResource
     {
         let acceptance = try Self.message("acceptance", base64: body.acceptance) { bytes throws(ProtocolError) in
             try PaymentAcceptance(encoded: bytes)
@@ -81,7 +102,7 @@ extension LedgerOperations {
         var journal = try Books.load(tx, books: [book], credited: [Self.merchantBook(stored.merchant)],
             holds: [stored.payment.holdID])
         do {
-            try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, at: now)
+            try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, at: now, signatures: signatures)
         } catch { throw APIError(error) }
         stored.customer = try instrument.text(2)
         if try instrument.integer(1) != 0 {

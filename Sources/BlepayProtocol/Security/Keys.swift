@@ -48,3 +48,28 @@ public struct TrustedLedgerKeys: Sendable {
         try! FixedBytes<Bytes8>(Array(SHA256.hash(data: key.bytes).prefix(8)))
     }
 }
+
+/// Ed25519 signatures checked ahead of time, so that work done under a lock (the ledger's write transaction) need
+/// not repeat them: the very signature over the very bytes by the very key that was checked is valid without a
+/// second verification; anything else is verified when asked. It only saves work, never changes an answer.
+public struct CheckedSignatures: Sendable {
+    private struct Check: Hashable, Sendable {
+        let signature: Signature64
+        let bytes: [UInt8]
+        let key: Key32
+    }
+
+    private var valid: Set<Check> = []
+
+    public init() {}
+
+    /// Verifies `signature` now, and remembers it if valid.
+    public mutating func check(_ signature: Signature64, of bytes: [UInt8], by key: Key32) {
+        if isValidSignature(signature, of: bytes, by: key) { valid.insert(Check(signature: signature, bytes: bytes, key: key)) }
+    }
+
+    /// Whether `signature` is `key`'s over `bytes`: at once if it was checked before, else by verifying it.
+    public func isValid(_ signature: Signature64, of bytes: [UInt8], by key: Key32) -> Bool {
+        valid.contains(Check(signature: signature, bytes: bytes, key: key)) || isValidSignature(signature, of: bytes, by: key)
+    }
+}
