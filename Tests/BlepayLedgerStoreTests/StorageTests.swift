@@ -291,6 +291,24 @@ import Testing
             #expect(try await ids(storage) == [1, 2])
         }
     }
+
+    @Test(arguments: StorageKind.allCases)
+    func writesPutLastAreMadeUnlessTheirSavepointIsUndone(_ kind: StorageKind) async throws {
+        try await withStorage(kind) { storage in
+            try await createItems(storage)
+            struct Undo: Error {}
+            try await storage.write { tx in
+                try tx.runLast("INSERT INTO items (id, i) VALUES (?, ?)", [.integer(1), .integer(1)])
+                _ = try? tx.savepoint { () throws -> Void in
+                    try tx.runLast("INSERT INTO items (id, i) VALUES (?, ?)", [.integer(2), .integer(2)])
+                    throw Undo()
+                }
+                try tx.savepoint { try tx.runLast("INSERT INTO items (id, i) VALUES (?, ?)", [.integer(3), .integer(3)]) }
+            }
+            let ids = try await storage.read { tx in try tx.rows("SELECT id FROM items ORDER BY id", []).map { try $0.integer(0) } }
+            #expect(ids == [1, 3])
+        }
+    }
 }
 
 /// What only PostgreSQL does: placeholders, retries, connections.
@@ -402,8 +420,9 @@ import Testing
         }
     }
 
-    /// Only the books an operation takes money from are locked: two customers paying one merchant both have their
-    /// books loaded at once (neither waits for the other's commit), and both credits count.
+    /// Only the books an operation takes money from are locked, and a busy merchant's balance is written last: two
+    /// customers paying one merchant both load and save their books at once (neither waits for the other's
+    /// commit), and both credits count.
     @Test func paymentsToOneMerchantDoNotQueueOnItsBalance() async throws {
         try await withStorage(.postgres) { storage in
             let world = AccountID("external:deposits"), shop = AccountID("merchant:shop")
@@ -420,16 +439,15 @@ import Testing
                 }
                 try Books.save(tx, journal, at: at)
             }
-            let loaded = StorageTests.Rendezvous(parties: 2)
+            let saved = StorageTests.Rendezvous(parties: 2)
             let together = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for card in cards {
                     group.addTask {
                         try await storage.write { tx in
                             var journal = try Books.load(tx, books: [card], credited: [shop])
-                            let together = loaded.arrive()
                             try journal.transfer(id: "pay-\(card.rawValue)", from: card, to: shop, amount: amount)
-                            try Books.save(tx, journal, at: at)
-                            return together
+                            try Books.save(tx, journal, at: at, last: [shop])
+                            return saved.arrive()
                         }
                     }
                 }

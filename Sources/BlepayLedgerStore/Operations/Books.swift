@@ -65,19 +65,22 @@ enum Books {
         return Journal(accounts: kinds, balances: balances, holds: holds, transfers: transfers)
     }
 
-    static func save(_ tx: any SQLTransaction, _ journal: Journal, at now: Timestamp) throws {
+    /// Writes what `journal` changed. The balances of books in `last` (busy ones, such as the merchant's balance a
+    /// payment credits) are written as late as the database allows (`SQLTransaction.runLast`); the transaction
+    /// must not read them again.
+    static func save(_ tx: any SQLTransaction, _ journal: Journal, at now: Timestamp, last: Set<AccountID> = []) throws {
         let changes = journal.changes
         for (book, kind) in changes.openedAccounts.sorted(by: { $0.key < $1.key }) {
             try tx.run("INSERT INTO books (id, kind) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", [.text(book.rawValue), .text(kind.rawValue)])
         }
         for (key, movement) in changes.balances.sorted(by: { ($0.key.account, $0.key.currency) < ($1.key.account, $1.key.currency) }) {
-            try tx.run(
-                """
+            let upsert = """
                 INSERT INTO balances (book, currency, posted, held) VALUES (?, ?, ?, ?)
                 ON CONFLICT (book, currency) DO UPDATE
                 SET posted = balances.posted + excluded.posted, held = balances.held + excluded.held
-                """,
-                [.text(key.account.rawValue), .text(key.currency), .integer(movement.posted), .integer(movement.held)])
+                """
+            let binds: [SQLValue] = [.text(key.account.rawValue), .text(key.currency), .integer(movement.posted), .integer(movement.held)]
+            if last.contains(key.account) { try tx.runLast(upsert, binds) } else { try tx.run(upsert, binds) }
         }
         for transfer in changes.transfers {
             try tx.run(

@@ -115,7 +115,7 @@ extension LedgerOperations {
                 // The refusal is the payment's outcome (now `failed`), not an error of this request.
             }
         }
-        try Books.save(tx, journal, at: now)
+        try Books.save(tx, journal, at: now, last: [Self.merchantBook(stored.merchant)])
         try update(tx, stored, at: now)
         return try resource(stored)
     }

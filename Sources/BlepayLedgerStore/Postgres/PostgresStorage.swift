@@ -158,6 +158,7 @@ public final class PostgresStorage: LedgerStorage {
             try tx.execute(begin, [])
             bodyRan = true
             let value = try body(tx)
+            try tx.finish()
             // COMMIT of a transaction in which a statement failed (the body went on past the failure) rolls it
             // back and says so, without an error.
             if try tx.execute("COMMIT", []).metadata.command != "COMMIT" {

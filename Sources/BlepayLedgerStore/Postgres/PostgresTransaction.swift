@@ -15,6 +15,8 @@ final class PostgresTransaction: SQLTransaction {
     /// Set when the connection itself failed: it is closed and must not be used again.
     private(set) var connectionFailed = false
     private var savepoints = 0
+    /// The writes `runLast` put off, made by `finish`.
+    private var last: [(sql: String, binds: [SQLValue])] = []
 
     /// SQLSTATEs after which running the same transaction again can succeed: serialization_failure,
     /// deadlock_detected, and unique_violation (two transactions inserting the same new row at once).
@@ -36,15 +38,27 @@ final class PostgresTransaction: SQLTransaction {
         try execute(sql, binds).metadata.rows ?? 0
     }
 
+    func runLast(_ sql: String, _ binds: [SQLValue]) {
+        last.append((sql, binds))
+    }
+
+    /// Makes the writes put off by `runLast`; the transaction commits next.
+    func finish() throws {
+        for (sql, binds) in last { try run(sql, binds) }
+        last = []
+    }
+
     func savepoint<T>(_ body: () throws -> T) throws -> T {
         savepoints += 1
         defer { savepoints -= 1 }
         let name = "sp_\(savepoints)"
         try execute("SAVEPOINT \(name)", [])
+        let queued = last.count
         let value: T
         do {
             value = try body()
         } catch {
+            last.removeSubrange(queued...)
             try execute("ROLLBACK TO SAVEPOINT \(name)", [])
             try execute("RELEASE SAVEPOINT \(name)", [])
             throw error

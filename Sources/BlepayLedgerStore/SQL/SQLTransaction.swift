@@ -54,6 +54,11 @@ public protocol SQLTransaction {
     func run(_ sql: String, _ binds: [SQLValue]) throws -> Int
     /// Runs `body` in a savepoint: if it throws, what it did is undone and the transaction goes on.
     func savepoint<T>(_ body: () throws -> T) throws -> T
+    /// A write to make as late as the database allows: on PostgreSQL, just before the transaction commits (in the
+    /// order given, and dropped if the savepoint it was given in is undone), so the row lock it takes on a row
+    /// many transactions update (a merchant's balance) is held only while the transaction commits. SQLite's
+    /// writers take turns and lock no rows, so there it runs at once. Nothing in the transaction reads it back.
+    func runLast(_ sql: String, _ binds: [SQLValue]) throws
 }
 
 extension SQLTransaction {

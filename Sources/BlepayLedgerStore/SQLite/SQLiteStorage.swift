@@ -78,6 +78,10 @@ struct SQLiteTransaction: SQLTransaction {
         return db.changesCount
     }
 
+    func runLast(_ sql: String, _ binds: [SQLValue]) throws {
+        try run(sql, binds)
+    }
+
     func savepoint<T>(_ body: () throws -> T) throws -> T {
         var result: Result<T, any Error>!
         try db.inSavepoint {
