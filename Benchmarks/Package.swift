@@ -37,7 +37,8 @@ let package = Package(
             path: "Benchmarks/PaymentsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // Load over HTTP for the ledger (scripts/bench-ledger.sh): complete payments, and raw durable SQLite.
+        // Load over HTTP for the ledger (scripts/bench-ledger.sh): complete payments, and raw durable SQLite. It lives
+        // outside Benchmarks/ because the benchmark plugin runs every executable there as a benchmark.
         .executableTarget(
             name: "LedgerLoad",
             dependencies: [
@@ -50,7 +51,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Benchmarks/LedgerLoad"
+            path: "Tools/LedgerLoad"
         ),
     ],
     swiftLanguageModes: [.v6]
