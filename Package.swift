@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "Noise", targets: ["Noise"]),
         .library(name: "BlepayProtocol", targets: ["BlepayProtocol"]),
         .library(name: "BlepayPayments", targets: ["BlepayPayments"]),
+        .library(name: "BlepayBLE", targets: ["BlepayBLE"]),
         .library(name: "BlepayLedger", targets: ["BlepayLedger"]),
         .library(name: "BlepayLedgerStore", targets: ["BlepayLedgerStore"]),
         .library(name: "BlepayLedgerServer", targets: ["BlepayLedgerServer"]),
@@ -75,6 +76,16 @@ let package = Package(
         // Customer and business payment state machines, the error taxonomy and the transport and ledger
         // boundaries, drivers and in-memory doubles. No I/O; clock injected.
         .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
+        // The payment transport over BlueZ: the customer's GATT server and advertisement, the business's scanner
+        // and GATT client, one protocol link per connection.
+        .target(
+            name: "BlepayBLE",
+            dependencies: [
+                "BlueZ", "DBusKit", "BlepayPayments", "BlepayProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The reference ledger's domain: instruments, the double-entry journal. Pure.
         .target(
             name: "BlepayLedger",

@@ -77,6 +77,11 @@ public struct Adapter: Sendable, Hashable {
         }
     }
 
+    /// Every device BlueZ knows on this adapter: discovered, connected or remembered.
+    public var devices: [Device] {
+        session.paths(with: BlueZ.deviceInterface, under: path).map { Device(session: session, path: $0) }
+    }
+
     /// The device with this address, if BlueZ knows it.
     public func device(address: String) -> Device? {
         session.paths(with: BlueZ.deviceInterface, under: path).lazy.map { Device(session: session, path: $0) }

@@ -38,6 +38,8 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         // Session and security.
         public static let unsupportedVersion = Code(rawValue: "protocol.unsupported-version")
         public static let handshakeFailed = Code(rawValue: "protocol.handshake-failed")
+        /// The handshake did not complete within 10 s of the connection.
+        public static let handshakeTimeout = Code(rawValue: "protocol.handshake-timeout")
         public static let decryptionFailed = Code(rawValue: "protocol.decryption-failed")
         public static let invalidCertificate = Code(rawValue: "protocol.invalid-certificate")
         public static let certificateExpired = Code(rawValue: "protocol.certificate-expired")

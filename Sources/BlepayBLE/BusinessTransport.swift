@@ -1,0 +1,210 @@
+import BlepayPayments
+import BlepayProtocol
+import BlueZ
+import Crypto
+import DBusKit
+import Logging
+import Synchronization
+
+/// The business's side of blepay over BLE: finds customers by the service data they advertise, connects to them
+/// one after another (at most `maximumConnections` at once), reads their info, subscribes to their notifications
+/// and runs one `Link` per customer, the fragments to it sent as write requests.
+///
+/// BlueZ 5.66 matches a discovery filter's UUIDs against advertised UUID lists only, not service data, so
+/// discovery is unfiltered and customers are picked from their service data here. A customer whose link ended
+/// is removed from BlueZ, so that its next advertisement finds it afresh.
+public final class BusinessTransport: PaymentTransport, Sendable {
+    public struct Configuration: Sendable {
+        /// The Noise key the certificate vouches for.
+        public var staticKey: Curve25519.KeyAgreement.PrivateKey
+        public var certificate: MerchantCertificate
+        public var maximumConnections: Int
+
+        public init(
+            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: MerchantCertificate, maximumConnections: Int = 8
+        ) {
+            self.staticKey = staticKey
+            self.certificate = certificate
+            self.maximumConnections = maximumConnections
+        }
+    }
+
+    private let adapter: Adapter
+    private let configuration: Configuration
+    private let logger: Logger
+    private let clock: @Sendable () -> Timestamp
+    private let links = LinkTable<DBusObjectPath>()
+    /// Customers being connected to or connected, with the task that serves each.
+    private let customers = Mutex<[DBusObjectPath: Task<Void, Never>]>([:])
+
+    public var events: AsyncStream<TransportEvent> { links.events }
+
+    public init(
+        adapter: Adapter, configuration: Configuration, logger: Logger, clock: @escaping @Sendable () -> Timestamp
+    ) {
+        self.adapter = adapter
+        self.configuration = configuration
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Scans and connects until the calling task is cancelled; then disconnects every customer and ends `events`.
+    public func run() async throws(BlueZError) {
+        defer { links.finish() }
+        try await adapter.setPowered(true)
+        try await startDiscovery()
+        let session = adapter.session.events()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in await connectLoop() }
+            group.addTask { [self] in
+                while (try? await Task.sleep(for: .seconds(1))) != nil { links.tick(at: .now) }
+            }
+            group.addTask { [self] in
+                for await event in session {
+                    switch event {
+                    case .vanished: for peer in links.peers { links.hangUp(peer) }
+                    case .restarted: try? await startDiscovery()
+                    default: break
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        for task in customers.withLock({ Array($0.values) }) {
+            task.cancel()
+            await task.value
+        }
+        try? await adapter.stopDiscovery()
+    }
+
+    public func send(_ message: Message, to peer: PeerID) {
+        links.update(peer) { $0.send(message) }
+    }
+
+    public func disconnect(_ peer: PeerID) { links.hangUp(peer) }
+
+    /// The established session with a customer: its acceptances are checked against it.
+    public func session(of peer: PeerID) -> SecureSession? { links.session(of: peer) }
+
+    // MARK: Finding customers
+
+    private func startDiscovery() async throws(BlueZError) {
+        try await adapter.setDiscoveryFilter(DiscoveryFilter())
+        do {
+            try await adapter.startDiscovery()
+        } catch where error.code == .inProgress {}
+    }
+
+    /// Connects to one customer at a time: connecting stops discovery, which resumes once the customer is
+    /// served or has failed.
+    private func connectLoop() async {
+        while !Task.isCancelled {
+            guard let device = nextCustomer() else {
+                try? await Task.sleep(for: .milliseconds(250))
+                continue
+            }
+            let connected = await connect(device)
+            try? await startDiscovery()
+            if !connected { try? await Task.sleep(for: .milliseconds(500)) }
+        }
+    }
+
+    /// A device advertising blepay's service data that is not being served, if there is room for one more.
+    private func nextCustomer() -> Device? {
+        let busy = customers.withLock { Set($0.keys) }
+        guard busy.count < configuration.maximumConnections else { return nil }
+        return adapter.devices.lazy.filter { !busy.contains($0.path) }.first { device in
+                guard let data = device.serviceData[GattLayout.service],
+                    let advertised = try? AdvertisementData(encoded: data)
+                else { return false }
+                return BlepayProtocol.versions.contains { $0 <= advertised.version }
+            }
+    }
+
+    /// Connects, opens the link and starts serving the customer; false if that failed (the device is then
+    /// forgotten, to be found again by its next advertisement).
+    private func connect(_ device: Device) async -> Bool {
+        do {
+            let channel = try await Channel.open(device)
+            let handshake = try BusinessHandshake(
+                staticKey: configuration.staticKey, certificate: configuration.certificate, customerInfo: channel.info)
+            let link = try Link(business: handshake, mtu: channel.mtu, at: .now)
+            let (peer, outbox) = links.add(link, at: device.path)
+            logger.info("customer connected", metadata: ["peer": "\(peer)", "mtu": "\(channel.mtu)"])
+            let task = Task { [self] in
+                await serve(peer, over: channel, outbox: outbox)
+                links.remove(peer)
+                logger.info("customer disconnected", metadata: ["peer": "\(peer)"])
+                try? await adapter.removeDevice(device)
+                customers.withLock { $0[device.path] = nil }
+            }
+            customers.withLock { $0[device.path] = task }
+            links.update(peer) { $0.start() }
+            return true
+        } catch {
+            logger.info("connecting to a customer failed", metadata: ["device": "\(device.path)", "error": "\(error)"])
+            try? await adapter.removeDevice(device)
+            customers.withLock { $0[device.path] = nil }
+            return false
+        }
+    }
+
+    /// Carries fragments both ways until the link closes, the customer disconnects, or the transport stops.
+    private func serve(_ peer: PeerID, over channel: Channel, outbox: AsyncStream<LinkTable<DBusObjectPath>.Outgoing>)
+        async
+    {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await outgoing in outbox {
+                    guard case .fragment(let fragment) = outgoing,
+                        (try? await channel.toCustomer.write(fragment, type: .request)) != nil
+                    else { break }
+                }
+            }
+            group.addTask { [self] in
+                for await fragment in channel.notifications {
+                    links.update(peer) { $0.receive(fragment, at: .now, now: clock()) }
+                }
+            }
+            group.addTask {
+                for await connected in channel.states where !connected { return }
+            }
+            if !channel.device.isConnected { group.cancelAll() }
+            await group.next()
+            group.cancelAll()
+        }
+        try? await channel.device.disconnect()
+    }
+}
+
+/// A connected customer's GATT side: its info, the characteristic fragments are written to, and the
+/// notifications and connection states that come back.
+private struct Channel: Sendable {
+    let device: Device
+    let info: [UInt8]
+    let toCustomer: RemoteCharacteristic
+    let mtu: Int
+    let notifications: AsyncStream<[UInt8]>
+    let states: AsyncStream<Bool>
+
+    static func open(_ device: Device) async throws(BlueZError) -> Channel {
+        _ = try await device.connect(attempts: 3, timeout: .seconds(10))
+        let states = device.connectionStates()
+        do {
+            let info = try await device.characteristic(service: GattLayout.service, characteristic: GattLayout.info)
+            let toCustomer = try await device.characteristic(
+                service: GattLayout.service, characteristic: GattLayout.toCustomer)
+            let toBusiness = try await device.characteristic(
+                service: GattLayout.service, characteristic: GattLayout.toBusiness)
+            let notifications = try await toBusiness.notifications()
+            return Channel(
+                device: device, info: try await info.read(), toCustomer: toCustomer,
+                mtu: max(Framing.minimumMTU, toCustomer.mtu ?? Framing.minimumMTU), notifications: notifications,
+                states: states)
+        } catch {
+            try? await device.disconnect()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,178 @@
+/// One BLE connection's protocol, either side: framing to the ATT MTU (§3), the handshake (§7) and the encrypted
+/// session that carries messages (§6). A value type without I/O: each input returns the actions to carry out, in
+/// order, and the BLE transport carries them out (fragments as ATT writes or notifications).
+///
+/// Any failure ends the link: the peer is told with an Error (plaintext before the handshake completes, encrypted
+/// after; §7.6) and the last action is `close`. After that, the link ignores everything.
+public struct Link: Sendable {
+    enum State: Sendable {
+        case customer(CustomerHandshake)
+        /// `started` once handshake 1 has gone out.
+        case business(BusinessHandshake, started: Bool)
+        case established(SecureSession)
+        case closed
+    }
+
+    /// How long a handshake may take, from the link's creation.
+    public static let handshakeTimeout: Duration = .seconds(10)
+
+    private var state: State
+    private var fragmenter: Fragmenter
+    private var reassembler = Reassembler()
+    private let openedAt: ContinuousClock.Instant
+
+    /// The customer's side of a connection a business opened (GATT server, BLE peripheral).
+    public init(customer handshake: CustomerHandshake, mtu: Int, at now: ContinuousClock.Instant)
+        throws(ProtocolError)
+    {
+        state = .customer(handshake)
+        fragmenter = try Fragmenter(mtu: mtu)
+        openedAt = now
+    }
+
+    /// The business's side of a connection it opened (GATT client, BLE central); `start` sends handshake 1.
+    public init(business handshake: BusinessHandshake, mtu: Int, at now: ContinuousClock.Instant)
+        throws(ProtocolError)
+    {
+        state = .business(handshake, started: false)
+        fragmenter = try Fragmenter(mtu: mtu)
+        openedAt = now
+    }
+
+    /// The session, once the handshake is complete: what acceptances are bound to and checked against.
+    public var session: SecureSession? {
+        if case .established(let session) = state { session } else { nil }
+    }
+
+    public var isClosed: Bool {
+        if case .closed = state { true } else { false }
+    }
+
+    /// The ATT MTU the next records are fragmented for (a GATT server learns it with each request).
+    public mutating func setMTU(_ mtu: Int) -> [LinkAction] {
+        guard !isClosed else { return [] }
+        do {
+            try fragmenter.setMTU(mtu)
+            return []
+        } catch {
+            return fail(error)
+        }
+    }
+
+    /// The business's first move: handshake 1. Nothing on the customer's side or once started.
+    public mutating func start() -> [LinkAction] {
+        guard case .business(var handshake, started: false) = state else { return [] }
+        do {
+            let first = try handshake.start()
+            state = .business(handshake, started: true)
+            return try transmit(first)
+        } catch {
+            return fail(error)
+        }
+    }
+
+    /// One fragment from the peer (an ATT write the customer served, or a notification the business got).
+    /// `now` is the wall clock that the merchant certificate's validity is checked against.
+    public mutating func receive(_ fragment: [UInt8], at instant: ContinuousClock.Instant, now: Timestamp)
+        -> [LinkAction]
+    {
+        guard !isClosed else { return [] }
+        do {
+            guard let bytes = try reassembler.receive(fragment, at: instant) else { return [] }
+            return try handle(try Record(encoded: bytes), now: now)
+        } catch {
+            return fail(error)
+        }
+    }
+
+    /// Sends a message over the established session; before it (or after close) the message is dropped, since
+    /// payment messages are only ever sent to peers reported connected.
+    public mutating func send(_ message: Message) -> [LinkAction] {
+        guard case .established(var session) = state else { return [] }
+        do {
+            let record = try session.seal(message)
+            state = .established(session)
+            return try transmit(record)
+        } catch {
+            return fail(error)
+        }
+    }
+
+    /// Ends the link for a time-out: a record left incomplete too long, or a handshake not done in time.
+    public mutating func tick(at instant: ContinuousClock.Instant) -> [LinkAction] {
+        switch state {
+        case .closed:
+            return []
+        case .customer, .business:
+            guard instant - openedAt > Self.handshakeTimeout else { break }
+            return fail(ProtocolError(.handshakeTimeout, "the handshake did not complete within 10 s"))
+        case .established:
+            break
+        }
+        guard reassembler.hasTimedOut(at: instant) else { return [] }
+        return fail(ProtocolError(.reassemblyTimeout, "a record stayed incomplete for more than 5 s"))
+    }
+
+    private mutating func handle(_ record: Record, now: Timestamp) throws(ProtocolError) -> [LinkAction] {
+        switch state {
+        case .customer(var handshake):
+            switch try handshake.receive(record, at: now) {
+            case .reply(let reply):
+                state = .customer(handshake)
+                return try transmit(reply)
+            case .established(let session):
+                state = .established(session)
+                return [.established]
+            }
+        case .business(var handshake, let started):
+            guard started else { throw ProtocolError(.unexpectedMessage, "a \(record.kind) record before handshake 1") }
+            let (reply, session) = try handshake.receive(record)
+            let actions = try transmit(reply)
+            state = .established(session)
+            return actions + [.established]
+        case .established(var session):
+            let message = try session.open(record)
+            state = .established(session)
+            if session.role == .responder, case .paymentRequest(let request) = message {
+                try session.verify(request)
+            }
+            return [.deliver(message)]
+        case .closed:
+            return []
+        }
+    }
+
+    private mutating func transmit(_ record: Record) throws(ProtocolError) -> [LinkAction] {
+        try fragmenter.fragments(of: record.encoded).map(LinkAction.transmit)
+    }
+
+    /// Tells the peer why if it still can, then closes.
+    private mutating func fail(_ error: ProtocolError) -> [LinkAction] {
+        let notice: Record?
+        switch state {
+        case .customer(let handshake): notice = handshake.failureRecord(for: error)
+        case .business: notice = Record.plaintextError(for: error)
+        case .established(var session):
+            let message = try? ErrorMessage(code: error.paymentErrorCode, paymentID: nil, detail: nil)
+            notice = message.flatMap { try? session.seal(.error($0)) }
+        case .closed: return []
+        }
+        let told = notice.flatMap { try? fragmenter.fragments(of: $0.encoded) } ?? []
+        state = .closed
+        return told.map(LinkAction.transmit) + [.close(error)]
+    }
+}
+
+/// What a link asks its transport to do, in order.
+public enum LinkAction: Sendable, Hashable {
+    /// Send one fragment, after the previous one has been acknowledged: an ATT write request from the business, a
+    /// notification from the customer.
+    case transmit([UInt8])
+    /// The handshake is complete: the link carries payment messages from now on.
+    case established
+    /// A message from the peer, decrypted, decoded, and (a request, on the customer's side) checked against the
+    /// merchant certificate.
+    case deliver(Message)
+    /// Disconnect, after the fragments before this; the error says why.
+    case close(ProtocolError)
+}
