@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "BlepayBLE", targets: ["BlepayBLE"]),
         .library(name: "BlepayLedger", targets: ["BlepayLedger"]),
         .library(name: "BlepayLedgerStore", targets: ["BlepayLedgerStore"]),
+        .library(name: "BlepayConfiguration", targets: ["BlepayConfiguration"]),
         .library(name: "BlepayLedgerServer", targets: ["BlepayLedgerServer"]),
         .library(name: "BlepayLedgerClient", targets: ["BlepayLedgerClient"]),
         .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
@@ -103,14 +104,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Settings files (TOML, one error line naming file and key) and secret files, for every blepay program.
+        .target(name: "BlepayConfiguration", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]),
         // The ledger's HTTP API (Hummingbird): authentication, idempotency, routes, background expiry, config.
         .target(
             name: "BlepayLedgerServer",
             dependencies: [
                 "BlepayLedgerStore",
+                "BlepayConfiguration",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -129,6 +132,7 @@ let package = Package(
             name: "blepay-ledger",
             dependencies: [
                 "BlepayLedgerServer",
+                "BlepayConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -154,7 +158,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BlepayLedgerServerTests",
-            dependencies: ["BlepayLedgerServer", "BlepayLedgerClient", "LedgerTestSupport"]
+            dependencies: ["BlepayLedgerServer", "BlepayConfiguration", "BlepayLedgerClient", "LedgerTestSupport"]
         ),
         // A private PostgreSQL database per test, and keys, devices and signed messages for ledger tests.
         .target(

@@ -1,5 +1,5 @@
+import BlepayConfiguration
 import Foundation
-import TOMLKit
 
 /// `blepay-ledger`'s settings, read from a TOML file (`config/ledger.toml` documents every key). A key the file
 /// leaves out takes its default; an unknown key, a wrong type or a value out of range is a `ConfigurationError`
@@ -33,20 +33,16 @@ public struct LedgerConfiguration: Sendable, Hashable {
 
     /// Reads `file`. A missing file is an error: the defaults are taken only when no file is named.
     public static func load(file: String) throws(ConfigurationError) -> LedgerConfiguration {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw ConfigurationError(file: file, key: nil, reason: "cannot be read")
-        }
-        return try parse(String(decoding: data, as: UTF8.self), file: file)
+        try read(TableReader.load(file: file))
     }
 
     public static func parse(_ text: String, file: String) throws(ConfigurationError) -> LedgerConfiguration {
-        let table: TOMLTable
-        do { table = try TOMLTable(string: text) } catch {
-            let where_ = (error as? TOMLParseError).map { " at line \($0.source.begin.line)" } ?? ""
-            throw ConfigurationError(file: file, key: nil, reason: "is not valid TOML\(where_)")
-        }
+        try read(TableReader.parse(text, file: file))
+    }
+
+    private static func read(_ table: TableReader) throws(ConfigurationError) -> LedgerConfiguration {
+        var reader = table
         var configuration = LedgerConfiguration()
-        var reader = TableReader(table: table, file: file)
         try reader.section("server") { section throws(ConfigurationError) in
             try section.string("host", into: &configuration.host)
             try section.integer("port", into: &configuration.port, in: 0...65535)
@@ -74,74 +70,5 @@ public struct LedgerConfiguration: Sendable, Hashable {
         }
         try reader.finish()
         return configuration
-    }
-}
-
-/// A configuration file that cannot be used, said in one line: the file, the key and why.
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public static let code = "config.invalid"
-    public let file: String
-    public let key: String?
-    public let reason: String
-
-    public init(file: String, key: String?, reason: String) {
-        self.file = file
-        self.key = key
-        self.reason = reason
-    }
-
-    public var description: String {
-        "\(Self.code): \(file): " + (key.map { "\($0) \(reason)" } ?? reason)
-    }
-}
-
-/// Reads known keys out of a TOML table and refuses the rest.
-struct TableReader {
-    let table: TOMLTable
-    let file: String
-    var prefix = ""
-    private var known: Set<String> = []
-
-    init(table: TOMLTable, file: String, prefix: String = "") {
-        self.table = table
-        self.file = file
-        self.prefix = prefix
-    }
-
-    func error(_ key: String, _ reason: String) -> ConfigurationError {
-        ConfigurationError(file: file, key: prefix + key, reason: reason)
-    }
-
-    mutating func section(_ name: String, _ body: (inout TableReader) throws(ConfigurationError) -> Void)
-        throws(ConfigurationError)
-    {
-        known.insert(name)
-        guard let value = table[name] else { return }
-        guard let section = value.table else { throw error(name, "is a table ([\(name)])") }
-        var reader = TableReader(table: section, file: file, prefix: prefix + name + ".")
-        try body(&reader)
-        try reader.finish()
-    }
-
-    mutating func string(_ key: String, into value: inout String) throws(ConfigurationError) {
-        known.insert(key)
-        guard let raw = table[key] else { return }
-        guard let string = raw.string, !string.isEmpty else { throw error(key, "is a non-empty string") }
-        value = string
-    }
-
-    mutating func integer(_ key: String, into value: inout Int, in range: ClosedRange<Int>) throws(ConfigurationError) {
-        known.insert(key)
-        guard let raw = table[key] else { return }
-        guard let integer = raw.int, range.contains(integer) else {
-            throw error(key, "is an integer from \(range.lowerBound) to \(range.upperBound)")
-        }
-        value = integer
-    }
-
-    func finish() throws(ConfigurationError) {
-        if let unknown = table.keys.sorted().first(where: { !known.contains($0) }) {
-            throw error(unknown, "is not a known key")
-        }
     }
 }

@@ -1,3 +1,4 @@
+import BlepayConfiguration
 import BlepayLedger
 import BlepayLedgerStore
 import BlepayProtocol

@@ -1,3 +1,4 @@
+import BlepayConfiguration
 import BlepayLedgerStore
 import Foundation
 import Logging

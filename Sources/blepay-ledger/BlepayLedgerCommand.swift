@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlepayConfiguration
 import BlepayLedgerServer
 import Foundation
 import Logging

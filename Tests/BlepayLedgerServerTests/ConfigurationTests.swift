@@ -1,3 +1,4 @@
+import BlepayConfiguration
 import BlepayLedgerServer
 import Foundation
 import Testing

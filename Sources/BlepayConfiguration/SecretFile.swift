@@ -6,14 +6,14 @@ import Glibc
 
 /// A secret kept in a file only its owner can read: created on first start (exclusively, mode 0600, synced), read
 /// on every later one. A file others can read is refused rather than trusted.
-enum SecretFile {
-    struct Failure: Error, CustomStringConvertible {
-        let path: String
-        let reason: String
-        var description: String { "secret.file: \(path): \(reason)" }
+public enum SecretFile {
+    public struct Failure: Error, CustomStringConvertible {
+        public let path: String
+        public let reason: String
+        public var description: String { "secret.file: \(path): \(reason)" }
     }
 
-    static func loadOrCreate(_ path: String, create: () -> [UInt8]) throws -> [UInt8] {
+    public static func loadOrCreate(_ path: String, create: () -> [UInt8]) throws -> [UInt8] {
         if FileManager.default.fileExists(atPath: path) { return try load(path) }
         let bytes = create()
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -30,7 +30,7 @@ enum SecretFile {
         return bytes
     }
 
-    static func load(_ path: String) throws -> [UInt8] {
+    public static func load(_ path: String) throws -> [UInt8] {
         var info = stat()
         guard stat(path, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
         guard info.st_mode & 0o077 == 0 else {
