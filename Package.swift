@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "BlepayConfiguration", targets: ["BlepayConfiguration"]),
         .library(name: "BlepayLedgerServer", targets: ["BlepayLedgerServer"]),
         .library(name: "BlepayLedgerClient", targets: ["BlepayLedgerClient"]),
+        .library(name: "BlepayDaemon", targets: ["BlepayDaemon"]),
         .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
         .executable(name: "blepay-loopback", targets: ["blepay-loopback"]),
     ],
@@ -128,6 +129,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The daemons' parts: configuration, device keys and enrollment, the customer and business services, and
+        // their D-Bus control API.
+        .target(
+            name: "BlepayDaemon",
+            dependencies: [
+                "BlepayBLE", "BlepayConfiguration", "BlepayLedgerClient", "BlueZ", "DBusKit",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "blepay-ledger",
             dependencies: [
@@ -160,12 +171,21 @@ let package = Package(
             name: "BlepayLedgerServerTests",
             dependencies: ["BlepayLedgerServer", "BlepayConfiguration", "BlepayLedgerClient", "LedgerTestSupport"]
         ),
-        // A private PostgreSQL database per test, and keys, devices and signed messages for ledger tests.
+        .testTarget(
+            name: "BlepayDaemonTests",
+            dependencies: ["BlepayDaemon", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport", "DBusTestSupport"]
+        ),
+        // A private PostgreSQL database per test, a real ledger server on a free port, and keys, devices and signed
+        // messages for ledger and daemon tests.
         .target(
             name: "LedgerTestSupport",
             dependencies: [
-                "BlepayLedgerStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                "BlepayLedgerStore", "BlepayLedgerServer", "BlepayLedgerClient", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Tests/LedgerTestSupport"
         ),

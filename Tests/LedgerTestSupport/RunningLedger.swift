@@ -15,16 +15,16 @@ import ServiceLifecycle
 
 /// A real ledger server on a free loopback port over a fresh database of `kind`, with clients for the operator
 /// and helpers that enroll merchants and customers through the API.
-final class RunningLedger: Sendable {
-    let server: LedgerServer
-    let storage: TestStorage
-    let baseURL: String
-    let admin: LedgerClient
-    let stateDirectory: String
+public final class RunningLedger: Sendable {
+    public let server: LedgerServer
+    public let storage: TestStorage
+    public let baseURL: String
+    public let admin: LedgerClient
+    public let stateDirectory: String
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    static func start(_ kind: StorageKind) async throws -> RunningLedger {
+    public static func start(_ kind: StorageKind) async throws -> RunningLedger {
         let storage = try await makeStorage(kind)
         var configuration = LedgerConfiguration()
         configuration.port = 0
@@ -54,7 +54,7 @@ final class RunningLedger: Sendable {
         admin = LedgerClient(baseURL: baseURL, credentials: .bearer(adminToken), retry: .init(attempts: 1), logger: testLogger)
     }
 
-    func stop() async throws {
+    public func stop() async throws {
         await group.triggerGracefulShutdown()
         _ = await task.result
         try await storage.destroy()
@@ -62,7 +62,7 @@ final class RunningLedger: Sendable {
     }
 
     /// Runs `body` against a fresh ledger and always cleans up.
-    static func with(_ kind: StorageKind, _ body: (RunningLedger) async throws -> Void) async throws {
+    public static func with(_ kind: StorageKind, _ body: (RunningLedger) async throws -> Void) async throws {
         let ledger = try await start(kind)
         do { try await body(ledger) } catch {
             try await ledger.stop()
@@ -73,15 +73,15 @@ final class RunningLedger: Sendable {
 
     // MARK: parties
 
-    struct Party {
-        let account: AccountResource
-        let device: DeviceResource
-        let key: SigningKey
-        let client: LedgerClient
-        var instrument: InstrumentResource?
+    public struct Party: Sendable {
+        public let account: AccountResource
+        public let device: DeviceResource
+        public let key: SigningKey
+        public let client: LedgerClient
+        public var instrument: InstrumentResource?
     }
 
-    func merchant(_ name: String = "Café") async throws -> Party {
+    public func merchant(_ name: String = "Café") async throws -> Party {
         let account = try await admin.createAccount(CreateAccount(kind: .merchant, name: name))
         let key = SigningKey()
         let noise = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
@@ -91,7 +91,7 @@ final class RunningLedger: Sendable {
     }
 
     /// A customer with a card holding `balance` minor units.
-    func customer(balance: Int64, currency: String = "EUR") async throws -> Party {
+    public func customer(balance: Int64, currency: String = "EUR") async throws -> Party {
         let account = try await admin.createAccount(CreateAccount(kind: .customer, name: "Alice"))
         let key = SigningKey()
         let device = try await admin.with(.bearer(account.enrollmentToken!)).enroll(
@@ -104,14 +104,14 @@ final class RunningLedger: Sendable {
         return party
     }
 
-    func client(_ device: DeviceResource) -> LedgerClient {
+    public func client(_ device: DeviceResource) -> LedgerClient {
         LedgerClient(baseURL: baseURL, credentials: .device(id: device.id, secret: SymmetricKey(data: Data(base64Encoded: device.secret!)!)),
             retry: .init(attempts: 1), logger: testLogger)
     }
 
     // MARK: signed messages
 
-    func request(by merchant: Party, amount: UInt64, currency: String = "EUR", expiresIn: UInt64 = 120_000,
+    public func request(by merchant: Party, amount: UInt64, currency: String = "EUR", expiresIn: UInt64 = 120_000,
         online: Bool = true) throws -> PaymentRequest
     {
         let now = LedgerServer.systemClock()
@@ -123,7 +123,7 @@ final class RunningLedger: Sendable {
         ).signed(by: merchant.key)
     }
 
-    func acceptance(of request: PaymentRequest, by customer: Party, tip: UInt64 = 0, amount: UInt64? = nil,
+    public func acceptance(of request: PaymentRequest, by customer: Party, tip: UInt64 = 0, amount: UInt64? = nil,
         preAuthorization: PreAuthorizationPresentation? = nil, signer: SigningKey? = nil) throws -> PaymentAcceptance
     {
         let signer = signer ?? customer.key
@@ -137,15 +137,15 @@ final class RunningLedger: Sendable {
 
     // MARK: raw HTTP
 
-    struct RawAnswer {
-        let status: Int
-        let headers: HTTPHeaders
-        let body: [UInt8]
-        var error: ErrorBody.Detail? { try? JSONDecoder().decode(ErrorBody.self, from: Data(body)).error }
+    public struct RawAnswer: Sendable {
+        public let status: Int
+        public let headers: HTTPHeaders
+        public let body: [UInt8]
+        public var error: ErrorBody.Detail? { try? JSONDecoder().decode(ErrorBody.self, from: Data(body)).error }
     }
 
     /// One request exactly as given: for the tests of authentication and of bad input.
-    func raw(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawAnswer {
+    public func raw(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawAnswer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -156,7 +156,7 @@ final class RunningLedger: Sendable {
     }
 
     /// Headers of a request signed by `device` (or altered, to be refused).
-    func signed(_ method: String, _ path: String, body: [UInt8], device: DeviceResource, timestamp: Int64? = nil,
+    public func signed(_ method: String, _ path: String, body: [UInt8], device: DeviceResource, timestamp: Int64? = nil,
         nonce: String = UUID().uuidString, idempotencyKey: String? = UUID().uuidString) -> [(String, String)]
     {
         let timestamp = timestamp ?? Int64(Date().timeIntervalSince1970)

@@ -1,0 +1,101 @@
+import BlepayConfiguration
+import BlepayLedger
+import BlepayProtocol
+import Foundation
+
+/// A daemon's settings, read from its TOML file (`config/customer.toml`, `config/business.toml` document every
+/// key). A key the file leaves out takes its default, except the ledger's public key, which every daemon needs; a
+/// key of the other role's file is unknown here.
+public struct DaemonConfiguration: Sendable, Hashable {
+    public enum Role: String, Sendable, Hashable, CaseIterable {
+        case customer, business
+    }
+
+    public let role: Role
+    /// The Bluetooth adapter (`hci0`, …).
+    public var adapter = "hci0"
+    /// Business: customers connected at once.
+    public var maximumConnections = 8
+    /// The ledger's HTTP API.
+    public var ledgerURL = "http://127.0.0.1:8480"
+    /// The ledger's Ed25519 public key: merchant certificates, receipts and vouchers must be signed by it.
+    public var ledgerPublicKey: Key32?
+    /// The account's enrollment token, used once to register this device; relative to the state directory.
+    public var enrollmentTokenFile = "enrollment.token"
+    public var stateDirectory: String
+    /// The name the device registers with the ledger.
+    public var deviceName: String
+    /// Business: how long a payment request stays open, in seconds.
+    public var requestLifetimeSeconds = 120
+    /// Business: the largest tip accepted, in percent of the amount.
+    public var maximumTipPercent = 100
+
+    public init(role: Role) {
+        self.role = role
+        stateDirectory = "/var/lib/blepay-\(role.rawValue)"
+        deviceName = "blepay \(role.rawValue)"
+    }
+
+    /// A path from the file, relative paths resolved in the state directory.
+    public func resolve(_ path: String) -> String {
+        path.hasPrefix("/") ? path : (stateDirectory as NSString).appendingPathComponent(path)
+    }
+
+    /// Reads `file`; a missing file is an error.
+    public static func load(_ role: Role, file: String) throws(ConfigurationError) -> DaemonConfiguration {
+        try read(role, TableReader.load(file: file))
+    }
+
+    public static func parse(_ role: Role, _ text: String, file: String) throws(ConfigurationError)
+        -> DaemonConfiguration
+    {
+        try read(role, TableReader.parse(text, file: file))
+    }
+
+    private static func read(_ role: Role, _ table: TableReader) throws(ConfigurationError) -> DaemonConfiguration {
+        var reader = table
+        var configuration = DaemonConfiguration(role: role)
+        try reader.section("bluetooth") { section throws(ConfigurationError) in
+            try section.string("adapter", into: &configuration.adapter)
+            guard configuration.adapter.wholeMatch(of: /hci[0-9]{1,3}/) != nil else {
+                throw section.error("adapter", "is an adapter name such as \"hci0\"")
+            }
+            if role == .business {
+                try section.integer("maximum_connections", into: &configuration.maximumConnections, in: 1...32)
+            }
+        }
+        try reader.section("ledger") { section throws(ConfigurationError) in
+            try section.string("url", into: &configuration.ledgerURL)
+            guard let url = URL(string: configuration.ledgerURL), ["http", "https"].contains(url.scheme ?? ""),
+                url.host != nil
+            else { throw section.error("url", "is an http:// or https:// URL") }
+            try section.string("enrollment_token_file", into: &configuration.enrollmentTokenFile)
+            var key = ""
+            try section.string("public_key", into: &key)
+            guard !key.isEmpty else { return }
+            guard let bytes = Hex.decode(key, limit: 32), let parsed = try? Key32(bytes) else {
+                throw section.error("public_key", "is the ledger's public key: 64 hex digits")
+            }
+            configuration.ledgerPublicKey = parsed
+        }
+        try reader.section("device") { section throws(ConfigurationError) in
+            try section.string("state_directory", into: &configuration.stateDirectory)
+            guard configuration.stateDirectory.hasPrefix("/") else {
+                throw section.error("state_directory", "is an absolute path")
+            }
+            try section.string("name", into: &configuration.deviceName)
+            guard configuration.deviceName.count <= 64 else { throw section.error("name", "is at most 64 characters") }
+        }
+        if role == .business {
+            try reader.section("payments") { section throws(ConfigurationError) in
+                try section.integer("request_lifetime_seconds", into: &configuration.requestLifetimeSeconds, in: 10...3600)
+                try section.integer("maximum_tip_percent", into: &configuration.maximumTipPercent, in: 0...1000)
+            }
+        }
+        try reader.finish()
+        guard configuration.ledgerPublicKey != nil else {
+            throw ConfigurationError(file: table.file, key: "ledger.public_key", reason: "is required")
+        }
+        return configuration
+    }
+}

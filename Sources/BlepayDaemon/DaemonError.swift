@@ -1,0 +1,23 @@
+/// Why a daemon cannot start or go on, with a stable code; the detail never carries a secret.
+public struct DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The state directory, a key file or the stored credentials cannot be used.
+        case stateUnusable = "daemon.state-unusable"
+        /// Not enrolled yet, and enrolling with the token failed (no token file, refused, ledger unreachable).
+        case enrollmentFailed = "daemon.enrollment-failed"
+        /// The merchant certificate is missing, or not signed by the configured ledger key for our keys.
+        case certificateInvalid = "daemon.certificate-invalid"
+        /// The adapter is missing, or BlueZ refused what the daemon needs from it.
+        case bluetoothUnavailable = "daemon.bluetooth-unavailable"
+    }
+
+    public let code: Code
+    public let detail: String
+
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+}

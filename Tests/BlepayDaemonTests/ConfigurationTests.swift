@@ -1,0 +1,64 @@
+import BlepayConfiguration
+import BlepayDaemon
+import BlepayProtocol
+import Foundation
+import Testing
+
+@Suite struct DaemonConfigurationTests {
+    static let key = String(repeating: "ab", count: 32)
+
+    static func sample(_ role: DaemonConfiguration.Role) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/\(role.rawValue).toml").standardized.path
+    }
+
+    @Test(arguments: DaemonConfiguration.Role.allCases)
+    func theSampleFilesParseToTheDefaults(role: DaemonConfiguration.Role) throws {
+        var expected = DaemonConfiguration(role: role)
+        expected.ledgerPublicKey = try Key32(Array(repeating: 0, count: 32))
+        #expect(try DaemonConfiguration.load(role, file: Self.sample(role)) == expected)
+    }
+
+    @Test func valuesOverrideTheDefaults() throws {
+        let configuration = try DaemonConfiguration.parse(.business, """
+            [bluetooth]
+            adapter = "hci2"
+            maximum_connections = 3
+            [ledger]
+            url = "http://10.0.2.1:8480"
+            public_key = "\(Self.key)"
+            [device]
+            state_directory = "/srv/blepay"
+            [payments]
+            request_lifetime_seconds = 30
+            """, file: "business.toml")
+        #expect(configuration.adapter == "hci2" && configuration.maximumConnections == 3)
+        #expect(configuration.ledgerURL == "http://10.0.2.1:8480")
+        #expect(configuration.ledgerPublicKey?.bytes == Array(repeating: 0xAB, count: 32))
+        #expect(configuration.requestLifetimeSeconds == 30 && configuration.maximumTipPercent == 100)
+        #expect(configuration.resolve(configuration.enrollmentTokenFile) == "/srv/blepay/enrollment.token")
+    }
+
+    @Test(arguments: [
+        (DaemonConfiguration.Role.customer, "[bluetooth]\nadapter = \"bt0\"", "bluetooth.adapter", "is an adapter name such as \"hci0\""),
+        (.customer, "[ledger]\nurl = \"ftp://ledger\"", "ledger.url", "is an http:// or https:// URL"),
+        (.customer, "[ledger]\npublic_key = \"abc\"", "ledger.public_key", "is the ledger's public key: 64 hex digits"),
+        (.customer, "[device]\nstate_directory = \"var/lib\"", "device.state_directory", "is an absolute path"),
+        (.customer, "[bluetooth]\nmaximum_connections = 3", "bluetooth.maximum_connections", "is not a known key"),
+        (.customer, "[payments]\nmaximum_tip_percent = 5", "payments", "is not a known key"),
+        (.business, "[bluetooth]\nmaximum_connections = 0", "bluetooth.maximum_connections", "is an integer from 1 to 32"),
+        (.business, "[payments]\nrequest_lifetime_seconds = 5", "payments.request_lifetime_seconds", "is an integer from 10 to 3600"),
+    ])
+    func badValuesNameTheFileAndTheKey(role: DaemonConfiguration.Role, text: String, key: String, reason: String) {
+        let withKey = text.hasPrefix("[ledger]") ? text : text + "\n[ledger]\npublic_key = \"\(Self.key)\""
+        #expect(throws: ConfigurationError(file: "d.toml", key: key, reason: reason)) {
+            try DaemonConfiguration.parse(role, withKey, file: "d.toml")
+        }
+    }
+
+    @Test func theLedgerKeyIsRequired() {
+        #expect(throws: ConfigurationError(file: "d.toml", key: "ledger.public_key", reason: "is required")) {
+            try DaemonConfiguration.parse(.customer, "[bluetooth]\nadapter = \"hci1\"", file: "d.toml")
+        }
+    }
+}
