@@ -65,7 +65,7 @@ import Testing
         var customerEvents = customer.events.makeAsyncIterator()
         var businessEvents = business.events.makeAsyncIterator()
 
-        let id = try await business.sendPaymentRequest(amount: Fixture.money(990), reference: "table 4")
+        let id = try await business.sendPaymentRequest(amount: Fixture.money(990), reference: "table 4").paymentID
         let received = await customerEvents.next()
         guard case .receivedPayment(peer, let request)? = received else {
             Issue.record("expected receivedPayment, got \(String(describing: received))")

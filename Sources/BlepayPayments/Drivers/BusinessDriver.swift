@@ -59,9 +59,10 @@ public actor BusinessDriver {
         continuation.finish()
     }
 
-    /// Opens a request for `amount`, offered to every connected customer until paid, cancelled or expired.
+    /// Opens a request for `amount`, offered to every connected customer until paid, cancelled or expired; returns
+    /// the signed request (its `paymentID` names the payment from now on).
     public func sendPaymentRequest(amount: Money, reference: String?, lifetimeMilliseconds: UInt64 = 120_000)
-        throws(PaymentError) -> PaymentID
+        throws(PaymentError) -> PaymentRequest
     {
         let now = clock()
         let draft: PaymentRequest
@@ -75,7 +76,7 @@ public actor BusinessDriver {
         }
         let request = try signer.sign(draft)
         perform(try machine.request(request, at: now))
-        return request.paymentID
+        return request
     }
 
     /// Withdraws an open request from every customer (fire and forget).

@@ -59,7 +59,7 @@ public final class BroadcastScenario {
     deinit { tasks.forEach { $0.cancel() } }
 
     public func pay(minorUnits: UInt64 = 2550) async throws -> Outcome {
-        let id = try await business.sendPaymentRequest(amount: Money(minorUnits: minorUnits, currency: Currency("EUR")), reference: nil)
+        let id = try await business.sendPaymentRequest(amount: Money(minorUnits: minorUnits, currency: Currency("EUR")), reference: nil).paymentID
         var received = 0
         while received < customers.count {
             guard case (_, .receivedPayment(_, let request))? = await customerEvents.next() else {

@@ -1,0 +1,66 @@
+import BlepayPayments
+import BlepayProtocol
+import DBusKit
+import Logging
+
+/// `org.blepay.Business1` at `/org/blepay/Business`, owned as `org.blepay.Business`: send a payment request to
+/// every connected customer, cancel it, look payments up, and every payment's events as `PaymentEvent` signals.
+public enum BusinessControl {
+    /// Exports the object, owns the bus name, and relays the service's events as signals until they end or the
+    /// calling task is cancelled; then releases the name.
+    public static func serve(_ service: BusinessService, on connection: DBusConnection, logger: Logger)
+        async throws(DBusError)
+    {
+        let handle = try await connection.export(ControlAPI.businessPath, interfaces: [interface(service)])
+        do {
+            try await connection.requestName(ControlAPI.businessBusName)
+        } catch {
+            await handle.unexport()
+            throw error
+        }
+        logger.info("control API ready", metadata: ["name": "\(ControlAPI.businessBusName)"])
+        for await event in service.events {
+            do {
+                try handle.emitSignal(
+                    interface: ControlAPI.businessInterface, member: ControlAPI.eventSignal,
+                    arguments: ControlAPI.signal(event))
+            } catch {
+                logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
+            }
+        }
+        try? await connection.releaseName(ControlAPI.businessBusName)
+        await handle.unexport()
+    }
+
+    private static func interface(_ service: BusinessService) -> DBusInterface {
+        DBusInterface(
+            ControlAPI.businessInterface,
+            methods: [
+                "SendPaymentRequest": DBusMethod(input: "tss", output: "s") { call in
+                    let a = call.arguments
+                    let amount = try ControlAPI.money(a[0].decode(UInt64.self), a[1].decode(String.self))
+                    let reference = try a[2].decode(String.self)
+                    do throws(PaymentError) {
+                        let id = try await service.request(amount: amount, reference: reference.isEmpty ? nil : reference)
+                        return [.string(id.description)]
+                    } catch { throw ControlAPI.error(error) }
+                },
+                "CancelPayment": DBusMethod(input: "s") { call in
+                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                    do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
+                    return []
+                },
+                "PaymentStatus": DBusMethod(input: "s", output: "(ssa{sv})") { call in
+                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                    guard let entry = await service.status(of: id) else {
+                        throw ControlAPI.error(PaymentError(.notFound, "this daemon sent no payment \(id)"))
+                    }
+                    return [ControlAPI.entry(entry)]
+                },
+                "ListPayments": DBusMethod(output: "a(ssa{sv})") { _ in
+                    [.array(element: "(ssa{sv})", await service.sentPayments.map(ControlAPI.entry))]
+                },
+            ],
+            signals: [ControlAPI.eventSignal: ControlAPI.eventSignature])
+    }
+}

@@ -1,0 +1,82 @@
+import BlepayLedger
+import BlepayPayments
+import BlepayProtocol
+import DBusKit
+import Foundation
+
+/// The daemons' control API on the system bus (`docs/control-api.md`): names, paths, and how payments, events and
+/// errors are spelled in D-Bus values. Interfaces are versioned like BlueZ's: a breaking change is a new `…2`.
+public enum ControlAPI {
+    public static let customerBusName = "org.blepay.Customer"
+    public static let businessBusName = "org.blepay.Business"
+    public static let customerInterface = "org.blepay.Customer1"
+    public static let businessInterface = "org.blepay.Business1"
+    public static let customerPath: DBusObjectPath = "/org/blepay/Customer"
+    public static let businessPath: DBusObjectPath = "/org/blepay/Business"
+    /// `PaymentEvent(s kind, s payment_id, a{sv} details)`.
+    public static let eventSignal = "PaymentEvent"
+    public static let eventSignature: DBusSignature = "ssa{sv}"
+    static let errorPrefix = "org.blepay.Error."
+
+    /// A refusal as the caller sees it: `org.blepay.Error.<Code>` (`InsufficientFunds`, `NotFound`, …) and the
+    /// stable code name first in the message.
+    static func error(_ error: PaymentError) -> DBusError {
+        let name = error.code.name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        return .reply(name: errorPrefix + name, error.description)
+    }
+
+    static func invalidArgument(_ message: String) -> DBusError {
+        .reply(name: errorPrefix + "InvalidArguments", "invalid-arguments: \(message)")
+    }
+
+    static func paymentID(_ text: String) throws(DBusError) -> PaymentID {
+        guard text.count == 32, let bytes = Hex.decode(text, limit: 16), let id = try? PaymentID(bytes: bytes) else {
+            throw invalidArgument("a payment id is 32 hex digits")
+        }
+        return id
+    }
+
+    static func money(_ minorUnits: UInt64, _ currency: String) throws(DBusError) -> Money {
+        guard minorUnits > 0 else { throw invalidArgument("an amount is more than 0") }
+        do {
+            return try Money(minorUnits: minorUnits, currency: Currency(currency))
+        } catch {
+            throw invalidArgument(error.message)
+        }
+    }
+
+    /// What a request says: amount, currency, reference, merchant, expiry.
+    static func details(_ request: PaymentRequest) -> [String: DBusValue] {
+        var details: [String: DBusValue] = [
+            "amount": .uint64(request.amount.minorUnits), "currency": .string(request.amount.currency.code),
+            "merchant_id": .string(request.merchantID), "merchant_name": .string(request.merchantName),
+            "expires_at": .uint64(request.expiresAt.millisecondsSince1970),
+        ]
+        if let reference = request.reference { details["reference"] = .string(reference) }
+        return details
+    }
+
+    static func details(_ receipt: Receipt) -> [String: DBusValue] {
+        var details: [String: DBusValue] = [
+            "amount": .uint64(receipt.amount.minorUnits), "currency": .string(receipt.amount.currency.code),
+            "tip": .uint64(receipt.tipMinorUnits), "receipt_status": .string("\(receipt.status)"),
+        ]
+        if let transaction = receipt.transactionID { details["transaction_id"] = .string(transaction) }
+        return details
+    }
+
+    static func details(_ error: PaymentError) -> [String: DBusValue] {
+        var details: [String: DBusValue] = ["code": .string(error.code.name), "code_number": .uint32(UInt32(error.code.rawValue))]
+        if let detail = error.detail { details["detail"] = .string(detail) }
+        return details
+    }
+
+    /// A payment as `PaymentStatus` and `ListPayments` give it: `(s payment_id, s status, a{sv} details)`.
+    static func entry(_ entry: PaymentBook.Entry) -> DBusValue {
+        var details = details(entry.request)
+        if let receipt = entry.receipt { details.merge(Self.details(receipt)) { $1 } }
+        if case .failed(let code) = entry.status { details["code"] = .string(code.name) }
+        if let peer = entry.peer { details["peer"] = .uint64(peer.rawValue) }
+        return .structure([.string(entry.request.paymentID.description), .string(entry.status.name), .stringDictionary(details)])
+    }
+}

@@ -1,0 +1,118 @@
+import BlepayPayments
+import BlepayProtocol
+import DBusKit
+import Logging
+
+/// `org.blepay.Customer1` at `/org/blepay/Customer`, owned as `org.blepay.Customer`: the reference SDK's customer
+/// calls as methods, its events as `PaymentEvent` signals, and `Receiving` as a property.
+public enum CustomerControl {
+    /// An instrument as `ListInstruments` gives it.
+    public struct Instrument: Sendable, Hashable {
+        public let id: String
+        public let kind: String
+        public let description: String
+        public let blocked: Bool
+
+        public init(id: String, kind: String, description: String, blocked: Bool) {
+            self.id = id
+            self.kind = kind
+            self.description = description
+            self.blocked = blocked
+        }
+    }
+
+    /// Exports the object, owns the bus name, and relays the service's events as signals until the calling task is
+    /// cancelled; then releases the name.
+    public static func serve(
+        _ service: CustomerService, on connection: DBusConnection,
+        instruments: @escaping @Sendable () async throws(PaymentError) -> [Instrument], logger: Logger
+    ) async throws(DBusError) {
+        let receiving = Receiving()
+        let handle = try await connection.export(
+            ControlAPI.customerPath, interfaces: [interface(service, instruments: instruments, receiving: receiving)])
+        receiving.handle = handle
+        do {
+            try await connection.requestName(ControlAPI.customerBusName)
+        } catch {
+            await handle.unexport()
+            throw error
+        }
+        logger.info("control API ready", metadata: ["name": "\(ControlAPI.customerBusName)"])
+        for await event in service.events {
+            do {
+                try handle.emitSignal(
+                    interface: ControlAPI.customerInterface, member: ControlAPI.eventSignal,
+                    arguments: ControlAPI.signal(event))
+            } catch {
+                logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
+            }
+        }
+        try? await connection.releaseName(ControlAPI.customerBusName)
+        await handle.unexport()
+    }
+
+    /// Keeps the `Receiving` property in step with the service.
+    private final class Receiving: @unchecked Sendable {
+        // Set once, right after export and before the name is owned, so no call can see it unset.
+        var handle: DBusObjectHandle?
+
+        func update(_ service: CustomerService) async {
+            try? await handle?.set(.boolean(await service.isReceiving), property: "Receiving", interface: ControlAPI.customerInterface)
+        }
+    }
+
+    private static func interface(
+        _ service: CustomerService, instruments: @escaping @Sendable () async throws(PaymentError) -> [Instrument],
+        receiving: Receiving
+    ) -> DBusInterface {
+        DBusInterface(
+            ControlAPI.customerInterface,
+            methods: [
+                "StartReceiving": DBusMethod { _ in
+                    await service.startReceiving()
+                    await receiving.update(service)
+                    return []
+                },
+                "StopReceiving": DBusMethod { _ in
+                    await service.stopReceiving()
+                    await receiving.update(service)
+                    return []
+                },
+                "AcceptPayment": DBusMethod(input: "sttssb") { call in
+                    let a = call.arguments
+                    let id = try ControlAPI.paymentID(a[0].decode(String.self))
+                    let amount = try ControlAPI.money(a[1].decode(UInt64.self), a[3].decode(String.self))
+                    let (tip, instrument, delegated) = (try a[2].decode(UInt64.self), try a[4].decode(String.self), try a[5].decode(Bool.self))
+                    do throws(PaymentError) {
+                        try await service.accept(
+                            id, amount: amount, tipMinorUnits: tip, instrumentID: instrument, delegated: delegated)
+                    } catch { throw ControlAPI.error(error) }
+                    return []
+                },
+                "CancelPayment": DBusMethod(input: "s") { call in
+                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                    do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
+                    return []
+                },
+                "ListInstruments": DBusMethod(output: "a(sssb)") { _ in
+                    let list: [Instrument]
+                    do throws(PaymentError) { list = try await instruments() } catch { throw ControlAPI.error(error) }
+                    return [.array(element: "(sssb)", list.map {
+                        .structure([.string($0.id), .string($0.kind), .string($0.description), .boolean($0.blocked)])
+                    })]
+                },
+                "PaymentStatus": DBusMethod(input: "s", output: "(ssa{sv})") { call in
+                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                    guard let entry = await service.status(of: id) else {
+                        throw ControlAPI.error(PaymentError(.notFound, "this daemon was shown no payment \(id)"))
+                    }
+                    return [ControlAPI.entry(entry)]
+                },
+                "ListPayments": DBusMethod(output: "a(ssa{sv})") { _ in
+                    [.array(element: "(ssa{sv})", await service.shownPayments.map(ControlAPI.entry))]
+                },
+            ],
+            properties: ["Receiving": DBusProperty(.boolean(false))],
+            signals: [ControlAPI.eventSignal: ControlAPI.eventSignature])
+    }
+}
