@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "BlepayLedgerClient", targets: ["BlepayLedgerClient"]),
         .library(name: "BlepayDaemon", targets: ["BlepayDaemon"]),
         .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
+        .executable(name: "blepayd", targets: ["blepayd"]),
+        .executable(name: "blepayctl", targets: ["blepayctl"]),
         .executable(name: "blepay-loopback", targets: ["blepay-loopback"]),
     ],
     dependencies: [
@@ -136,7 +138,24 @@ let package = Package(
             dependencies: [
                 "BlepayBLE", "BlepayConfiguration", "BlepayLedgerClient", "BlueZ", "DBusKit",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "blepayd",
+            dependencies: [
+                "BlepayDaemon", "BlepayConfiguration", "DBusKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "blepayctl",
+            dependencies: [
+                "BlepayDaemon", "BlepayProtocol", "DBusKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(

@@ -49,10 +49,13 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     }
 
     /// Scans and connects until the calling task is cancelled; then disconnects every customer and ends `events`.
-    public func run() async throws(BlueZError) {
+    /// `ready` is called once discovery runs.
+    public func run(ready: @Sendable () -> Void = {}) async throws(BlueZError) {
         defer { links.finish() }
         try await adapter.setPowered(true)
         try await startDiscovery()
+        logger.info("scanning for customers", metadata: ["adapter": "\(adapter.name)"])
+        ready()
         let session = adapter.session.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in await connectLoop() }

@@ -58,8 +58,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     }
 
     /// Serves the GATT service and advertises until the calling task is cancelled; then stops advertising,
-    /// disconnects the business, unregisters, and ends `events`.
-    public func run() async throws(BlueZError) {
+    /// disconnects the business, unregisters, and ends `events`. `ready` is called once both are registered.
+    public func run(ready: @Sendable () -> Void = {}) async throws(BlueZError) {
         defer { links.finish() }
         try await adapter.setPowered(true)
         let handle = try await adapter.serve(gattApplication())
@@ -71,6 +71,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             throw error
         }
         logger.info("serving and advertising", metadata: ["adapter": "\(adapter.name)"])
+        ready()
         let connections = adapter.connectionEvents()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in

@@ -48,6 +48,20 @@ import Testing
         #expect(Sample.acceptance.signingBytes != Sample.offlineAcceptance.signingBytes)
     }
 
+    @Test func amountsAreReadAsPeopleWriteThem() throws {
+        let usd = try Currency("USD")
+        #expect(try Money(decimal: "25.50", currency: usd).minorUnits == 2550)
+        #expect(try Money(decimal: "25.5", currency: usd).minorUnits == 2550)
+        #expect(try Money(decimal: "25", currency: usd).minorUnits == 2500)
+        #expect(try Money(decimal: "0.07", currency: usd).description == "0.07 USD")
+        #expect(try Money(decimal: "1500", currency: Sample.jpy).minorUnits == 1500)
+        for bad in ["", ".5", "25.", "25.505", "-1", "+1", "1e3", "1,000", " 1", "25.5.0", "１"] {
+            #expect(protocolError { _ = try Money(decimal: bad, currency: usd) } == .invalidAmount, "\(bad)")
+        }
+        #expect(protocolError { _ = try Money(decimal: "1.5", currency: Sample.jpy) } == .invalidAmount)
+        #expect(protocolError { _ = try Money(decimal: "10000000000000.01", currency: usd) } == .invalidAmount)
+    }
+
     // MARK: Rejections, each with its code
 
     @Test func invalidValuesAreRejectedWithTheirCodes() {

@@ -8,9 +8,9 @@ import Logging
 public enum BusinessControl {
     /// Exports the object, owns the bus name, and relays the service's events as signals until they end or the
     /// calling task is cancelled; then releases the name.
-    public static func serve(_ service: BusinessService, on connection: DBusConnection, logger: Logger)
-        async throws(DBusError)
-    {
+    public static func serve(
+        _ service: BusinessService, on connection: DBusConnection, logger: Logger, ready: @Sendable () -> Void = {}
+    ) async throws(DBusError) {
         let handle = try await connection.export(ControlAPI.businessPath, interfaces: [interface(service)])
         do {
             try await connection.requestName(ControlAPI.businessBusName)
@@ -18,6 +18,7 @@ public enum BusinessControl {
             await handle.unexport()
             throw error
         }
+        ready()
         logger.info("control API ready", metadata: ["name": "\(ControlAPI.businessBusName)"])
         for await event in service.events {
             do {

@@ -25,7 +25,8 @@ public enum CustomerControl {
     /// cancelled; then releases the name.
     public static func serve(
         _ service: CustomerService, on connection: DBusConnection,
-        instruments: @escaping @Sendable () async throws(PaymentError) -> [Instrument], logger: Logger
+        instruments: @escaping @Sendable () async throws(PaymentError) -> [Instrument], logger: Logger,
+        ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let receiving = Receiving()
         let handle = try await connection.export(
@@ -37,6 +38,7 @@ public enum CustomerControl {
             await handle.unexport()
             throw error
         }
+        ready()
         logger.info("control API ready", metadata: ["name": "\(ControlAPI.customerBusName)"])
         for await event in service.events {
             do {

@@ -75,6 +75,19 @@ public actor BusinessService {
         continuation.finish()
     }
 
+    /// The daemon is stopping: open requests are cancelled (their customers are told), payments being executed
+    /// are waited for up to `limit` so that they end with their result, and then `events` ends.
+    public func shutdown(waitingAtMost limit: Duration = .seconds(15)) async {
+        for entry in payments.all where entry.status == .open {
+            try? await driver.cancelPayment(entry.request.paymentID)
+        }
+        let deadline = ContinuousClock.now + limit
+        while payments.all.contains(where: { $0.status == .accepted }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        continuation.finish()
+    }
+
     /// Opens a request for `amount`; returns its payment id.
     public func request(amount: Money, reference: String?) async throws(PaymentError) -> PaymentID {
         let request = try await driver.sendPaymentRequest(

@@ -77,6 +77,12 @@ public actor CustomerService {
         logger.info("stopped receiving payments")
     }
 
+    /// Stops receiving and ends `events` once the last event is out: the daemon is stopping.
+    public func shutdown() async {
+        await stopReceiving()
+        continuation.finish()
+    }
+
     /// Accepts a shown payment for `amount` (the request's), with `tipMinorUnits` on top, paid with `instrumentID`.
     public func accept(
         _ paymentID: PaymentID, amount: Money, tipMinorUnits: UInt64, instrumentID: String, delegated: Bool

@@ -64,6 +64,28 @@ public struct Money: Sendable, Hashable, CustomStringConvertible {
         self.currency = currency
     }
 
+    /// The amount a person writes: "25.50" in USD is 2550 minor units, "25" is 2500; no more fraction digits than
+    /// the currency has, no sign, no exponent, no grouping.
+    public init(decimal text: String, currency: Currency) throws(ProtocolError) {
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let whole = parts[0]
+        let fraction = parts.count > 1 ? parts[1] : ""
+        let exponent = Int(currency.exponent)
+        guard !whole.isEmpty, whole.count <= 16, whole.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+            parts.count == 1 || !fraction.isEmpty, fraction.count <= exponent,
+            fraction.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+        else {
+            throw ProtocolError(.invalidAmount, "'\(text)' is not an amount in \(currency.code) (e.g. \(Self.example(currency)))")
+        }
+        let digits = whole + fraction + String(repeating: "0", count: exponent - fraction.count)
+        guard let minorUnits = UInt64(digits) else { throw ProtocolError(.invalidAmount, "'\(text)' is too large") }
+        try self.init(minorUnits: minorUnits, currency: currency)
+    }
+
+    private static func example(_ currency: Currency) -> String {
+        currency.exponent == 0 ? "25" : "25." + String(repeating: "0", count: Int(currency.exponent))
+    }
+
     /// "25.50 USD".
     public var description: String {
         let exponent = Int(currency.exponent)

@@ -1,0 +1,65 @@
+import BlepayBLE
+import BlepayLedgerClient
+import BlepayPayments
+import BlepayProtocol
+import ServiceLifecycle
+
+/// `blepayd business`: scans for customers and serves them, serves `org.blepay.Business1`, executes accepted
+/// payments with the ledger, and on SIGTERM cancels open requests and lets payments being executed finish.
+public struct BusinessDaemon: Service {
+    private let context: DaemonContext
+    private let notify: SystemdNotify
+
+    public init(context: DaemonContext, notify: SystemdNotify = SystemdNotify()) {
+        self.context = context
+        self.notify = notify
+    }
+
+    public func run() async throws {
+        let (context, notify) = (context, notify)
+        guard let certificate = context.identity.certificate, let noiseKey = context.identity.noiseKey else {
+            throw DaemonError(.certificateInvalid, "a business needs its merchant certificate and Noise key")
+        }
+        let readiness = Readiness(["bus", "bluetooth"]) {
+            notify.ready(status: "scanning for customers on \(context.configuration.adapter)")
+        }
+        let transport = BusinessTransport(
+            adapter: context.adapter,
+            configuration: .init(
+                staticKey: noiseKey, certificate: certificate,
+                maximumConnections: context.configuration.maximumConnections),
+            logger: context.logger, clock: context.clock)
+        let service = BusinessService(
+            links: BusinessService.Links(transport: transport, verifier: SessionAcceptanceVerifier(transport: transport)) {
+                try await transport.run { readiness.report("bluetooth") }
+            },
+            ledger: LedgerBackend(client: context.ledger), signer: context.identity.signingKey,
+            merchant: .init(id: certificate.merchantID, name: certificate.merchantName),
+            settings: .init(
+                requestLifetimeSeconds: context.configuration.requestLifetimeSeconds,
+                maximumTipPercent: context.configuration.maximumTipPercent),
+            clock: context.clock, logger: context.logger)
+        try await withThrowingTaskGroup(of: DaemonPart.self) { group in
+            group.addTask {
+                await service.run()
+                return .links
+            }
+            group.addTask {
+                try await BusinessControl.serve(
+                    service, on: context.control, logger: context.logger, ready: { readiness.report("bus") })
+                return .control
+            }
+            group.addTask {
+                try? await gracefulShutdown()
+                notify.stopping()
+                await service.shutdown()
+                return .shutdown
+            }
+            group.addTask {
+                await notify.keepAlive()
+                return .watchdog
+            }
+            try await DaemonPart.untilControlEnds(&group)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import BlepayBLE
+import BlepayLedgerClient
+import BlepayPayments
+import BlepayProtocol
+import ServiceLifecycle
+
+/// `blepayd customer`: receives payment requests over BLE from start until stopped, serves `org.blepay.Customer1`,
+/// and on SIGTERM ends every open payment with its event before it exits.
+public struct CustomerDaemon: Service {
+    private let context: DaemonContext
+    private let notify: SystemdNotify
+
+    public init(context: DaemonContext, notify: SystemdNotify = SystemdNotify()) {
+        self.context = context
+        self.notify = notify
+    }
+
+    public func run() async throws {
+        let (context, notify) = (context, notify)
+        let readiness = Readiness(["bus", "bluetooth"]) {
+            notify.ready(status: "receiving payments on \(context.configuration.adapter)")
+        }
+        let (keys, deviceKey) = (context.trustedLedgerKeys, context.identity.signingKey)
+        let service = CustomerService(
+            links: {
+                let transport = CustomerTransport(
+                    adapter: context.adapter, configuration: .init(trustedLedgerKeys: keys), capabilities: [.online],
+                    logger: context.logger, clock: context.clock)
+                return CustomerService.Links(
+                    transport: transport, signer: SessionAcceptanceSigner(transport: transport, deviceKey: deviceKey)
+                ) { try await transport.run { readiness.report("bluetooth") } }
+            }, clock: context.clock, logger: context.logger)
+        await service.startReceiving()
+        try await withThrowingTaskGroup(of: DaemonPart.self) { group in
+            group.addTask {
+                try await CustomerControl.serve(
+                    service, on: context.control,
+                    instruments: { () throws(PaymentError) in try await instruments(context.ledger) },
+                    logger: context.logger, ready: { readiness.report("bus") })
+                return .control
+            }
+            group.addTask {
+                try? await gracefulShutdown()
+                notify.stopping()
+                await service.shutdown()
+                return .shutdown
+            }
+            group.addTask {
+                await notify.keepAlive()
+                return .watchdog
+            }
+            try await DaemonPart.untilControlEnds(&group)
+        }
+    }
+}
+
+/// The customer's instruments at the ledger, as `ListInstruments` gives them.
+private func instruments(_ ledger: LedgerClient) async throws(PaymentError) -> [CustomerControl.Instrument] {
+    do {
+        return try await ledger.instruments().map {
+            CustomerControl.Instrument(id: $0.id, kind: $0.type.rawValue, description: $0.description, blocked: $0.blocked)
+        }
+    } catch {
+        throw error.paymentError
+    }
+}

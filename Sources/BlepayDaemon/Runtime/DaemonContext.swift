@@ -1,0 +1,70 @@
+import BlepayLedgerClient
+import BlepayProtocol
+import BlueZ
+import DBusKit
+import Foundation
+import Logging
+
+/// What both daemons have before they serve: their configuration, the device's identity (enrolled with the
+/// ledger), a ledger client that signs as the device, the adapter through BlueZ, and the bus connection the
+/// control API is served on.
+public struct DaemonContext: Sendable {
+    public let configuration: DaemonConfiguration
+    public let logger: Logger
+    public let identity: DeviceIdentity
+    public let ledger: LedgerClient
+    public let adapter: Adapter
+    public let control: DBusConnection
+    public let clock: @Sendable () -> Timestamp
+
+    /// How long to wait at start for bluetoothd to show the configured adapter.
+    static let adapterTimeout: Duration = .seconds(30)
+
+    public static func open(
+        _ configuration: DaemonConfiguration, bus: DBusConnection.Bus = .system, logger: Logger,
+        clock: @escaping @Sendable () -> Timestamp = DaemonContext.systemClock
+    ) async throws(DaemonError) -> DaemonContext {
+        let client: LedgerClient
+        do {
+            try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
+            client = LedgerClient(
+                baseURL: configuration.ledgerURL, credentials: .none,
+                keys: try IdempotencyKeyStore(directory: configuration.resolve("idempotency")), logger: logger)
+        } catch {
+            throw DaemonError(.stateUnusable, "\(configuration.stateDirectory): \(error)")
+        }
+        let identity = try await DeviceIdentity.prepare(configuration, ledger: client, clock: clock)
+        let (session, control): (BlueZSession, DBusConnection)
+        do {
+            session = try await BlueZSession.connect(to: bus, logger: logger)
+            control = try await DBusConnection.connect(to: bus, logger: logger)
+        } catch {
+            throw DaemonError(.bluetoothUnavailable, "the system bus: \(error)")
+        }
+        let adapter = try await waitForAdapter(configuration.adapter, session: session)
+        return DaemonContext(
+            configuration: configuration, logger: logger, identity: identity,
+            ledger: client.with(identity.ledgerCredentials), adapter: adapter, control: control, clock: clock)
+    }
+
+    public static let systemClock: @Sendable () -> Timestamp = {
+        Timestamp(millisecondsSince1970: UInt64(Date().timeIntervalSince1970 * 1000))
+    }
+
+    /// The trusted ledger key, as the handshake and receipts check it.
+    var trustedLedgerKeys: TrustedLedgerKeys { TrustedLedgerKeys(configuration.ledgerPublicKey.map { [$0] } ?? []) }
+
+    private static func waitForAdapter(_ name: String, session: BlueZSession) async throws(DaemonError) -> Adapter {
+        let deadline = ContinuousClock.now + adapterTimeout
+        while true {
+            do {
+                return try session.adapter(named: name)
+            } catch {
+                guard ContinuousClock.now < deadline else {
+                    throw DaemonError(.bluetoothUnavailable, "no adapter \(name) after 30 s: \(error)")
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+}

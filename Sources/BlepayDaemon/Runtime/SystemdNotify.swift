@@ -1,0 +1,55 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// systemd's readiness protocol (`sd_notify(3)`): one datagram of `KEY=value` lines to `$NOTIFY_SOCKET`. Without
+/// that variable (not started by systemd with `Type=notify`) every call does nothing.
+public struct SystemdNotify: Sendable {
+    private let socketPath: String?
+    /// Half the watchdog interval systemd asked for, if it asked.
+    public let watchdogInterval: Duration?
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        let pidMatches = environment["WATCHDOG_PID"].map { $0 == "\(getpid())" } ?? true
+        watchdogInterval = environment["WATCHDOG_USEC"].flatMap(UInt64.init).flatMap {
+            pidMatches && $0 > 0 ? .microseconds($0 / 2) : nil
+        }
+    }
+
+    public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
+    public func stopping() { send("STOPPING=1") }
+    public func watchdog() { send("WATCHDOG=1") }
+
+    /// Tells systemd the daemon is alive every half watchdog interval, until cancelled; returns at once without
+    /// a watchdog.
+    public func keepAlive() async {
+        guard let watchdogInterval else { return }
+        repeat { watchdog() } while (try? await Task.sleep(for: watchdogInterval)) != nil
+    }
+
+    /// Sends `state`; failures are ignored, as `sd_notify` callers do: readiness is an optimisation of startup.
+    func send(_ state: String) {
+        guard let socketPath else { return }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        // A leading '@' names an abstract socket: a NUL byte in the address.
+        var path = Array(socketPath.utf8)
+        if path.first == UInt8(ascii: "@") { path[0] = 0 }
+        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
+        _ = Array(state.utf8).withUnsafeBytes { bytes in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), $0, length)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import ArgumentParser
+import BlepayDaemon
+import BlepayProtocol
+import DBusKit
+import Foundation
+
+/// `blepayctl`: a command for every method of the daemons' control API, and `watch` for their events.
+/// Exit codes: 0 done; 1 refused by the daemon (the error's stable name is printed); 3 the daemon is not running
+/// or cannot be reached; 64 bad usage.
+@main
+struct Blepayctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "blepayctl",
+        abstract: "Control blepay's customer and business daemons.",
+        discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 64 bad usage.",
+        subcommands: [
+            Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self,
+            Status.self, Payments.self, Watch.self,
+        ])
+
+    /// As ArgumentParser runs commands, but a refusal or an unreachable daemon is one line and its own exit code.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as Failure {
+            FileHandle.standardError.write(Data("blepayctl: \(failure)\n".utf8))
+            Foundation.exit(failure.exitCode.rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+struct Global: ParsableArguments {
+    @Flag(help: "Print JSON (one object per line) instead of text.")
+    var json = false
+
+    @Option(help: "The bus the daemons are on: 'system', or a D-Bus address.")
+    var bus = "system"
+
+    func connect() async throws -> Control {
+        do {
+            return Control(connection: try await DBusConnection.connect(to: bus == "system" ? .system : .address(bus)), json: json)
+        } catch {
+            throw Failure.unreachable("cannot reach the bus: \(error)")
+        }
+    }
+}
+
+/// Which daemon a command that both serve talks to.
+struct RoleOption: ParsableArguments {
+    @Flag(help: "The customer daemon.") var customer = false
+    @Flag(help: "The business daemon.") var business = false
+
+    func role(_ control: Control) async throws -> DaemonConfiguration.Role {
+        if customer != business { return customer ? .customer : .business }
+        return try await control.isRunning(.business) ? .business : .customer
+    }
+}
+
+struct Request: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a payment request to every customer nearby (business); prints its payment id.")
+    @Argument(help: "The amount, e.g. 25.50.") var amount: String
+    @Argument(help: "The ISO 4217 currency, e.g. USD.") var currency: String
+    @Option(help: "Your reference, shown to the customer (e.g. an order number).") var reference = ""
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let money = try parseMoney(amount, currency)
+        let control = try await global.connect()
+        let reply = try await control.call(.business, "SendPaymentRequest",
+            [.uint64(money.minorUnits), .string(money.currency.code), .string(reference)])
+        let id = try reply.arguments[0].decode(String.self)
+        control.print(["payment_id": id], text: id)
+    }
+}
+
+struct Cancel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Withdraw an open payment request (business).")
+    @Argument(help: "The payment id.") var paymentID: String
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        _ = try await control.call(.business, "CancelPayment", [.string(paymentID)])
+        control.print(["cancelled": paymentID], text: "cancelled \(paymentID)")
+    }
+}
+
+struct Start: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Start receiving payment requests (customer).")
+    @OptionGroup var global: Global
+    func run() async throws {
+        let control = try await global.connect()
+        _ = try await control.call(.customer, "StartReceiving")
+        control.print(["receiving": true], text: "receiving payment requests")
+    }
+}
+
+struct Stop: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stop receiving payment requests (customer).")
+    @OptionGroup var global: Global
+    func run() async throws {
+        let control = try await global.connect()
+        _ = try await control.call(.customer, "StopReceiving")
+        control.print(["receiving": false], text: "stopped receiving payment requests")
+    }
+}
+
+struct Accept: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Accept a payment request shown by receivedPayment (customer).",
+        discussion: "The amount and currency are the request's unless given; they must match it.")
+    @Argument(help: "The payment id.") var paymentID: String
+    @Option(help: "The instrument to pay with (see 'blepayctl instruments'); default: the first usable one.")
+    var instrument: String?
+    @Flag(help: "The instrument is delegated by your client, not managed by the ledger.") var delegated = false
+    @Option(help: "A tip on top of the amount, e.g. 1.00.") var tip: String?
+    @Option(help: "The amount you agree to, e.g. 25.50; default: the request's.") var amount: String?
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        let shown = try await control.status(.customer, paymentID)
+        let currency = shown.details["currency"].flatMap { try? $0.decode(String.self) } ?? ""
+        let requested = shown.details["amount"].flatMap { try? $0.decode(UInt64.self) } ?? 0
+        let total = try amount.map { try parseMoney($0, currency).minorUnits } ?? requested
+        let tipUnits = try tip.map { try parseMoney($0, currency).minorUnits } ?? 0
+        var instrumentID = instrument ?? ""
+        if instrument == nil { instrumentID = try await control.firstInstrument() }
+        _ = try await control.call(.customer, "AcceptPayment", [
+            .string(paymentID), .uint64(total), .uint64(tipUnits), .string(currency), .string(instrumentID),
+            .boolean(delegated),
+        ])
+        control.print(["accepted": paymentID, "instrument": instrumentID], text: "accepted \(paymentID) with \(instrumentID)")
+    }
+}
+
+struct Decline: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Decline a payment request (customer).")
+    @Argument(help: "The payment id.") var paymentID: String
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        _ = try await control.call(.customer, "CancelPayment", [.string(paymentID)])
+        control.print(["declined": paymentID], text: "declined \(paymentID)")
+    }
+}
+
+struct Instruments: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the customer's payment instruments.")
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        for instrument in try await control.instruments() {
+            control.print(
+                ["id": instrument.id, "type": instrument.kind, "description": instrument.description, "blocked": instrument.blocked],
+                text: "\(instrument.id)  \(instrument.kind)  \(instrument.description)\(instrument.blocked ? "  (blocked)" : "")")
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show where a payment stands.")
+    @Argument(help: "The payment id.") var paymentID: String
+    @OptionGroup var role: RoleOption
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        control.print(try await control.status(role.role(control), paymentID))
+    }
+}
+
+struct Payments: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the payments since the daemon started, newest first.")
+    @OptionGroup var role: RoleOption
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        let reply = try await control.call(try await role.role(control), "ListPayments")
+        for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try PaymentLine(value)) }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the daemons' payment events as they happen, until interrupted.")
+    @OptionGroup var role: RoleOption
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let control = try await global.connect()
+        let roles: [DaemonConfiguration.Role] = role.customer != role.business
+            ? [role.customer ? .customer : .business] : [.customer, .business]
+        try await control.watch(roles)
+    }
+}
+
+func parseMoney(_ amount: String, _ currency: String) throws -> Money {
+    do {
+        return try Money(decimal: amount, currency: Currency(currency.uppercased()))
+    } catch {
+        throw ValidationError(error.message)
+    }
+}

@@ -1,0 +1,110 @@
+import ArgumentParser
+import BlepayDaemon
+import BlepayProtocol
+import DBusKit
+import Foundation
+
+/// The daemons as `blepayctl` reaches them: calls with refusals turned into exit codes, and output as text or JSON.
+struct Control {
+    let connection: DBusConnection
+    let json: Bool
+
+    func call(_ role: DaemonConfiguration.Role, _ member: String, _ arguments: [DBusValue] = []) async throws -> DBusMessage {
+        let (name, path, interface) = Self.address(role)
+        do {
+            return try await connection.call(destination: name, path: path, interface: interface, member: member, arguments: arguments)
+        } catch {
+            switch error.name {
+            case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+                throw Failure.unreachable("the \(role.rawValue) daemon is not running")
+            case "org.freedesktop.DBus.Error.AccessDenied":
+                throw Failure.unreachable("not allowed to control the \(role.rawValue) daemon (root or the blepay group only)")
+            case let name? where name.hasPrefix("org.blepay.Error."):
+                throw Failure.refused(error.message)
+            default:
+                throw Failure.unreachable("\(member) failed: \(error)")
+            }
+        }
+    }
+
+    func isRunning(_ role: DaemonConfiguration.Role) async throws -> Bool {
+        (try? await connection.nameOwner(Self.address(role).name)) != nil
+    }
+
+    func status(_ role: DaemonConfiguration.Role, _ paymentID: String) async throws -> PaymentLine {
+        try PaymentLine(try await call(role, "PaymentStatus", [.string(paymentID)]).arguments[0])
+    }
+
+    func instruments() async throws -> [(id: String, kind: String, description: String, blocked: Bool)] {
+        try await call(.customer, "ListInstruments").arguments[0].decode([DBusValue].self).map { value in
+            guard case .structure(let f) = value, f.count == 4 else { throw Failure.refused("an unreadable instrument") }
+            return (try f[0].decode(String.self), try f[1].decode(String.self), try f[2].decode(String.self), try f[3].decode(Bool.self))
+        }
+    }
+
+    func firstInstrument() async throws -> String {
+        guard let usable = try await instruments().first(where: { !$0.blocked }) else {
+            throw Failure.refused("no usable instrument: add one at the ledger, or name one with --instrument")
+        }
+        return usable.id
+    }
+
+    /// Prints every `PaymentEvent` of `roles` until interrupted.
+    func watch(_ roles: [DaemonConfiguration.Role]) async throws {
+        let streams = try await roles.asyncMap { role in
+            (role, try await connection.signals(matching: DBusMatchRule(
+                interface: Self.address(role).interface, member: ControlAPI.eventSignal)))
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (role, stream) in streams {
+                group.addTask {
+                    for await message in stream {
+                        guard let event = try? EventLine(role: role, message) else { continue }
+                        print(event)
+                    }
+                }
+            }
+        }
+    }
+
+    func print(_ line: some OutputLine) { print(line.json, text: line.text) }
+
+    func print(_ object: [String: Any], text: String) {
+        guard json else { return Swift.print(text) }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        Swift.print(String(decoding: data, as: UTF8.self))
+    }
+
+    static func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {
+        role == .customer
+            ? (ControlAPI.customerBusName, ControlAPI.customerPath, ControlAPI.customerInterface)
+            : (ControlAPI.businessBusName, ControlAPI.businessPath, ControlAPI.businessInterface)
+    }
+}
+
+/// A failure reported on one line, with its exit code.
+enum Failure: Error, CustomStringConvertible {
+    case refused(String)
+    case unreachable(String)
+
+    var description: String {
+        switch self {
+        case .refused(let message), .unreachable(let message): message
+        }
+    }
+
+    var exitCode: ExitCode {
+        switch self {
+        case .refused: ExitCode(1)
+        case .unreachable: ExitCode(3)
+        }
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}

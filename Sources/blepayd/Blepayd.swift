@@ -1,0 +1,60 @@
+import ArgumentParser
+import BlepayConfiguration
+import BlepayDaemon
+import DBusKit
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `blepayd customer` and `blepayd business`: the two daemons, run by systemd (`systemd/`).
+@main
+struct Blepayd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "blepayd",
+        abstract: "blepay's daemons: BLE payments between a customer and a business, controlled over D-Bus.",
+        subcommands: [Customer.self, Business.self])
+}
+
+struct DaemonOptions: ParsableArguments {
+    @Option(help: "The configuration file (default: /etc/blepay/<role>.toml).")
+    var config: String?
+
+    @Option(help: "The bus for BlueZ and the control API: 'system', or a D-Bus address.")
+    var bus = "system"
+
+    /// Loads the configuration (exit 78 with one line if it cannot be used), opens the daemon's context (exit 1 with
+    /// one line if that fails) and runs `daemon` until SIGTERM or SIGINT.
+    func run(_ role: DaemonConfiguration.Role, _ daemon: (DaemonContext) -> any Service) async throws {
+        let file = config ?? "/etc/blepay/\(role.rawValue).toml"
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try DaemonConfiguration.load(role, file: file)
+        } catch {
+            FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        var logger = Logger(label: "blepay.\(role.rawValue)") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = ProcessInfo.processInfo.environment["BLEPAY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        let context: DaemonContext
+        do {
+            context = try await DaemonContext.open(configuration, bus: bus == "system" ? .system : .address(bus), logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let group = ServiceGroup(services: [daemon(context)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+}
+
+struct Customer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Receive payment requests over BLE and accept or cancel them.")
+    @OptionGroup var options: DaemonOptions
+    func run() async throws { try await options.run(.customer) { CustomerDaemon(context: $0) } }
+}
+
+struct Business: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send payment requests to customers nearby over BLE.")
+    @OptionGroup var options: DaemonOptions
+    func run() async throws { try await options.run(.business) { BusinessDaemon(context: $0) } }
+}
