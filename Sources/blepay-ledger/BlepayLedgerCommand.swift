@@ -58,12 +58,17 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let (server, logger) = try await options.server()
         let configuration = server.configuration
+        let notify = SystemdNotify()
         let application = server.application(logger: logger) { port in
             logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)",
                 "storage": "\(configuration.backend.rawValue)"])
+            notify.ready(status: "listening on \(configuration.host) port \(port)")
         }
         let group = ServiceGroup(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let watchdog = Task { await notify.keepAlive() }
         try await group.run()
+        watchdog.cancel()
+        notify.stopping()
         try await server.storage.close()
     }
 }

@@ -1,4 +1,5 @@
 import BlepayBLE
+import BlepayConfiguration
 import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol
