@@ -14,7 +14,7 @@ struct Blepayctl: AsyncParsableCommand {
         abstract: "Control blepay's customer and business daemons.",
         discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 64 bad usage.",
         subcommands: [
-            Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self,
+            Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self, AddCard.self,
             Status.self, Payments.self, Watch.self,
         ])
 
@@ -160,11 +160,34 @@ struct Instruments: AsyncParsableCommand {
 
     func run() async throws {
         let control = try await global.connect()
-        for instrument in try await control.instruments() {
-            control.print(
-                ["id": instrument.id, "type": instrument.kind, "description": instrument.description, "blocked": instrument.blocked],
-                text: "\(instrument.id)  \(instrument.kind)  \(instrument.description)\(instrument.blocked ? "  (blocked)" : "")")
+        for instrument in try await control.instruments() { control.print(instrument) }
+    }
+}
+
+struct AddCard: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add a card to the customer's instruments; prints its instrument id.",
+        discussion: """
+            The card number and CVC are read from standard input, one per line, so that they never appear in the \
+            process list or the shell history; the ledger keeps only a token, the brand, the last four digits \
+            and the expiry.
+            """)
+    @Option(help: "The expiry, MM/YYYY.") var expiry: String
+    @OptionGroup var global: Global
+
+    func run() async throws {
+        let parts = expiry.split(separator: "/")
+        guard parts.count == 2, let month = UInt16(parts[0]), let year = UInt16(parts[1]) else {
+            throw ValidationError("--expiry is MM/YYYY, e.g. 12/2029")
         }
+        guard let number = readLine(strippingNewline: true), let cvc = readLine(strippingNewline: true) else {
+            throw ValidationError("give the card number and the CVC on standard input, one per line")
+        }
+        let control = try await global.connect()
+        let reply = try await control.call(
+            .customer, "AddCard", [.string(number.filter { $0 != " " }), .uint16(month), .uint16(year), .string(cvc)])
+        let id = try reply.arguments[0].decode(String.self)
+        control.print(["instrument_id": id], text: id)
     }
 }
 

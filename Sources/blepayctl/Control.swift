@@ -35,11 +35,8 @@ struct Control {
         try PaymentLine(try await call(role, "PaymentStatus", [.string(paymentID)]).arguments[0])
     }
 
-    func instruments() async throws -> [(id: String, kind: String, description: String, blocked: Bool)] {
-        try await call(.customer, "ListInstruments").arguments[0].decode([DBusValue].self).map { value in
-            guard case .structure(let f) = value, f.count == 4 else { throw Failure.refused("an unreadable instrument") }
-            return (try f[0].decode(String.self), try f[1].decode(String.self), try f[2].decode(String.self), try f[3].decode(Bool.self))
-        }
+    func instruments() async throws -> [InstrumentLine] {
+        try await call(.customer, "ListInstruments").arguments[0].decode([DBusValue].self).map(InstrumentLine.init)
     }
 
     func firstInstrument() async throws -> String {
@@ -51,6 +48,8 @@ struct Control {
 
     /// Prints every `PaymentEvent` of `roles` until interrupted.
     func watch(_ roles: [DaemonConfiguration.Role]) async throws {
+        // One line per event as it happens, also into a pipe or file.
+        setvbuf(stdout, nil, _IOLBF, 0)
         let streams = try await roles.asyncMap { role in
             (role, try await connection.signals(matching: DBusMatchRule(
                 interface: Self.address(role).interface, member: ControlAPI.eventSignal)))

@@ -26,6 +26,35 @@ struct PaymentLine: OutputLine {
     var text: String { "\(paymentID)  \(status)  \(describe(details))" }
 }
 
+/// An instrument as `ListInstruments` gives it.
+struct InstrumentLine: OutputLine {
+    let id: String
+    let kind: String
+    let description: String
+    let blocked: Bool
+    let available: [String: Int64]
+
+    init(_ value: DBusValue) throws {
+        guard case .structure(let f) = value, f.count == 5 else { throw Failure.refused("an unreadable instrument") }
+        (id, kind, description) = (try f[0].decode(String.self), try f[1].decode(String.self), try f[2].decode(String.self))
+        blocked = try f[3].decode(Bool.self)
+        available = try f[4].decode([String: Int64].self)
+    }
+
+    var json: [String: Any] {
+        ["id": id, "type": kind, "description": description, "blocked": blocked, "available": available]
+    }
+
+    var text: String {
+        let balances = available.sorted { $0.key < $1.key }.compactMap { code, units -> String? in
+            guard let currency = try? Currency(code), units >= 0, let money = try? Money(minorUnits: UInt64(units), currency: currency)
+            else { return nil }
+            return money.description
+        }
+        return ([id, kind, description] + balances + (blocked ? ["(blocked)"] : [])).joined(separator: "  ")
+    }
+}
+
 /// One `PaymentEvent`.
 struct EventLine: OutputLine, CustomStringConvertible {
     let role: DaemonConfiguration.Role

@@ -64,7 +64,10 @@ final class ControlFixture: Sendable {
         let (customerBus, businessBus) = (try await bus.connect(), try await bus.connect())
         let (customer, business) = (customer, business)
         tasks = [
-            Task { try? await CustomerControl.serve(customer, on: customerBus, instruments: { [] }, logger: testLogger) },
+            Task {
+                let wallet = CustomerControl.Wallet(list: { [] }, addCard: { _, _, _, _ in "card-1" })
+                try? await CustomerControl.serve(customer, on: customerBus, wallet: wallet, logger: testLogger)
+            },
             Task { try? await BusinessControl.serve(business, on: businessBus, logger: testLogger) },
             Task { await business.run() },
         ]

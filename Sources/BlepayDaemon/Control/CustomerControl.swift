@@ -12,12 +12,31 @@ public enum CustomerControl {
         public let kind: String
         public let description: String
         public let blocked: Bool
+        /// What can be spent, in minor units, by currency.
+        public let available: [String: Int64]
 
-        public init(id: String, kind: String, description: String, blocked: Bool) {
+        public init(id: String, kind: String, description: String, blocked: Bool, available: [String: Int64]) {
             self.id = id
             self.kind = kind
             self.description = description
             self.blocked = blocked
+            self.available = available
+        }
+    }
+
+    /// The customer's instruments at the ledger: listed, and cards added (the number and CVC go to the ledger,
+    /// which keeps only a token; the daemon neither stores nor logs them).
+    public struct Wallet: Sendable {
+        public let list: @Sendable () async throws(PaymentError) -> [Instrument]
+        public let addCard: @Sendable (_ number: String, _ month: Int, _ year: Int, _ cvc: String) async throws(PaymentError)
+            -> String
+
+        public init(
+            list: @escaping @Sendable () async throws(PaymentError) -> [Instrument],
+            addCard: @escaping @Sendable (String, Int, Int, String) async throws(PaymentError) -> String
+        ) {
+            self.list = list
+            self.addCard = addCard
         }
     }
 
@@ -25,12 +44,12 @@ public enum CustomerControl {
     /// cancelled; then releases the name.
     public static func serve(
         _ service: CustomerService, on connection: DBusConnection,
-        instruments: @escaping @Sendable () async throws(PaymentError) -> [Instrument], logger: Logger,
+        wallet: Wallet, logger: Logger,
         ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let receiving = Receiving()
         let handle = try await connection.export(
-            ControlAPI.customerPath, interfaces: [interface(service, instruments: instruments, receiving: receiving)])
+            ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving)])
         receiving.handle = handle
         do {
             try await connection.requestName(ControlAPI.customerBusName)
@@ -64,8 +83,7 @@ public enum CustomerControl {
     }
 
     private static func interface(
-        _ service: CustomerService, instruments: @escaping @Sendable () async throws(PaymentError) -> [Instrument],
-        receiving: Receiving
+        _ service: CustomerService, wallet: Wallet, receiving: Receiving
     ) -> DBusInterface {
         DBusInterface(
             ControlAPI.customerInterface,
@@ -96,12 +114,26 @@ public enum CustomerControl {
                     do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
                     return []
                 },
-                "ListInstruments": DBusMethod(output: "a(sssb)") { _ in
+                "ListInstruments": DBusMethod(output: "a(sssba{sx})") { _ in
                     let list: [Instrument]
-                    do throws(PaymentError) { list = try await instruments() } catch { throw ControlAPI.error(error) }
-                    return [.array(element: "(sssb)", list.map {
-                        .structure([.string($0.id), .string($0.kind), .string($0.description), .boolean($0.blocked)])
+                    do throws(PaymentError) { list = try await wallet.list() } catch { throw ControlAPI.error(error) }
+                    return [.array(element: "(sssba{sx})", list.map {
+                        .structure([
+                            .string($0.id), .string($0.kind), .string($0.description), .boolean($0.blocked),
+                            .dictionary(key: "s", value: "x", $0.available.sorted { $0.key < $1.key }.map {
+                                DBusDictEntry(key: .string($0.key), value: .int64($0.value))
+                            }),
+                        ])
                     })]
+                },
+                "AddCard": DBusMethod(input: "sqqs", output: "s") { call in
+                    let a = call.arguments
+                    let (number, month, year, cvc) = (
+                        try a[0].decode(String.self), try a[1].decode(UInt16.self), try a[2].decode(UInt16.self),
+                        try a[3].decode(String.self))
+                    do throws(PaymentError) {
+                        return [.string(try await wallet.addCard(number, Int(month), Int(year), cvc))]
+                    } catch { throw ControlAPI.error(error) }
                 },
                 "PaymentStatus": DBusMethod(input: "s", output: "(ssa{sv})") { call in
                     let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))

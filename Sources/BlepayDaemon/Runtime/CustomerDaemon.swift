@@ -1,5 +1,6 @@
 import BlepayBLE
 import BlepayConfiguration
+import BlepayLedger
 import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol
@@ -35,8 +36,7 @@ public struct CustomerDaemon: Service {
         try await withThrowingTaskGroup(of: DaemonPart.self) { group in
             group.addTask {
                 try await CustomerControl.serve(
-                    service, on: context.control,
-                    instruments: { () throws(PaymentError) in try await instruments(context.ledger) },
+                    service, on: context.control, wallet: wallet(context.ledger),
                     logger: context.logger, ready: { readiness.report("bus") })
                 return .control
             }
@@ -55,13 +55,26 @@ public struct CustomerDaemon: Service {
     }
 }
 
-/// The customer's instruments at the ledger, as `ListInstruments` gives them.
-private func instruments(_ ledger: LedgerClient) async throws(PaymentError) -> [CustomerControl.Instrument] {
-    do {
-        return try await ledger.instruments().map {
-            CustomerControl.Instrument(id: $0.id, kind: $0.type.rawValue, description: $0.description, blocked: $0.blocked)
-        }
-    } catch {
-        throw error.paymentError
-    }
+/// The customer's instruments at the ledger, through its device credentials.
+private func wallet(_ ledger: LedgerClient) -> CustomerControl.Wallet {
+    CustomerControl.Wallet(
+        list: { () throws(PaymentError) in
+            do throws(LedgerClientError) {
+                return try await ledger.instruments().map {
+                    CustomerControl.Instrument(
+                        id: $0.id, kind: $0.type.rawValue, description: $0.description, blocked: $0.blocked,
+                        available: Dictionary($0.balances.map { ($0.currency, $0.available) }) { $1 })
+                }
+            } catch {
+                throw error.paymentError
+            }
+        },
+        addCard: { (number, month, year, cvc) throws(PaymentError) in
+            do throws(LedgerClientError) {
+                return try await ledger.addInstrument(
+                    CreateInstrument(card: .init(number: number, expiryMonth: month, expiryYear: year, cvc: cvc))).id
+            } catch {
+                throw error.paymentError
+            }
+        })
 }
