@@ -48,8 +48,6 @@ struct Control {
 
     /// Prints every `PaymentEvent` of `roles` until interrupted.
     func watch(_ roles: [DaemonConfiguration.Role]) async throws {
-        // One line per event as it happens, also into a pipe or file.
-        setvbuf(stdout, nil, _IOLBF, 0)
         let streams = try await roles.asyncMap { role in
             (role, try await connection.signals(matching: DBusMatchRule(
                 interface: Self.address(role).interface, member: ControlAPI.eventSignal)))
@@ -59,7 +57,7 @@ struct Control {
                 group.addTask {
                     for await message in stream {
                         guard let event = try? EventLine(role: role, message) else { continue }
-                        print(event)
+                        self.print(event)
                     }
                 }
             }
@@ -68,10 +66,13 @@ struct Control {
 
     func print(_ line: some OutputLine) { print(line.json, text: line.text) }
 
+    /// Writes one line at once, unbuffered, so that `watch` into a pipe or file shows each event as it happens.
     func print(_ object: [String: Any], text: String) {
-        guard json else { return Swift.print(text) }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        Swift.print(String(decoding: data, as: UTF8.self))
+        var line = Data(text.utf8)
+        if json {
+            line = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        }
+        FileHandle.standardOutput.write(line + Data("\n".utf8))
     }
 
     static func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {

@@ -56,7 +56,7 @@ struct InstrumentLine: OutputLine {
 }
 
 /// One `PaymentEvent`.
-struct EventLine: OutputLine, CustomStringConvertible {
+struct EventLine: OutputLine {
     let role: DaemonConfiguration.Role
     let kind: String
     let paymentID: String
@@ -74,7 +74,6 @@ struct EventLine: OutputLine, CustomStringConvertible {
         ["daemon": role.rawValue, "event": kind, "payment_id": paymentID, "details": jsonDetails(details)]
     }
     var text: String { "\(role.rawValue)  \(kind)  \(paymentID.isEmpty ? "-" : paymentID)  \(describe(details))" }
-    var description: String { text }
 }
 
 /// Details as JSON values: numbers, strings and booleans.
