@@ -61,6 +61,9 @@ enum Rig {
             ?? packageRoot.appendingPathComponent(".build/debug/blepay-loopback").path
     }
 
+    /// Where the package's other binaries (`blepayd`, `blepayctl`, `blepay-ledger`) are, beside the loopback.
+    static var binaryDirectory: String { URL(fileURLWithPath: binary).deletingLastPathComponent().path }
+
     static func peripheral(adapter: String) -> String {
         "\(binary) peripheral --adapter \(adapter) --timeout 150 --report \"$BLEPAY_RIG_OUT/peripheral.json\""
     }
