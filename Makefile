@@ -27,6 +27,7 @@ test: deps build
 	rm -f $(TEST_LOG)
 	$(SWIFT) test --skip-build --skip RigTests 2>&1 | tee -a $(TEST_LOG)
 	bash scripts/contract.sh $(BIN_PATH)/blepay-ledger
+	bash scripts/check-units.sh $(BIN_PATH)
 	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests 2>&1 | tee -a $(TEST_LOG)
 	@bash scripts/test-summary.sh $(TEST_LOG)
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)

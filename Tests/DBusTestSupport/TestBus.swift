@@ -1,14 +1,49 @@
 import DBusKit
 import Foundation
 
-/// A private `dbus-daemon` for one test: its own socket in a temporary directory, a permissive policy, and
-/// nothing shared with the machine's buses. Stopped by `stop()` (or when released).
+/// A private `dbus-daemon` for one test: its own socket in a temporary directory, a permissive policy (or the
+/// system bus's, with policy files included), and nothing shared with the machine's buses. Stopped by `stop()`
+/// (or when released).
 public final class TestBus: Sendable {
     public let address: String
     private let process: Process
     private let directory: URL
 
-    public init() throws {
+    /// A bus that allows everything.
+    public convenience init() throws {
+        try self.init(policy: """
+              <type>session</type>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            """)
+    }
+
+    /// A bus with the system bus's default policy (Debian's `system.conf`: anyone may connect, nobody may own a
+    /// name or call a method unless a policy file punches a hole) and `policyFiles` included, as installed.
+    public convenience init(systemPolicyWith policyFiles: [String]) throws {
+        try self.init(policy: """
+              <type>system</type>
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+              </policy>
+            """ + policyFiles.map { "<include>\($0)</include>\n" }.joined())
+    }
+
+    private init(policy: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
@@ -17,14 +52,9 @@ public final class TestBus: Sendable {
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
             <busconfig>
-              <type>session</type>
               <listen>unix:path=\(socket)</listen>
               <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
+            \(policy)
             </busconfig>
             """.write(to: config, atomically: true, encoding: .utf8)
 

@@ -1,0 +1,78 @@
+import BlepayDaemon
+import DBusKit
+import DBusTestSupport
+import Foundation
+import Testing
+
+/// `dbus/org.blepay.conf` on a bus with the system bus's default policy: root may own the daemons' names and call
+/// them; an ordinary user may do neither; a member of the blepay group may call them.
+@Suite struct PolicyTests {
+    static let policy = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../dbus/org.blepay.conf").standardized.path
+
+    /// Runs `dbus-send` on `bus` as uid and gid 65534 (nobody), in `groups`; returns its exit status and output.
+    static func dbusSend(_ bus: TestBus, groups: String? = nil, _ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534"] + (groups.map { ["--groups=\($0)"] } ?? ["--clear-groups"])
+            + ["dbus-send", "--bus=\(bus.address)", "--print-reply"] + arguments
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
+    static let listPayments = [
+        "--dest=\(ControlAPI.customerBusName)", ControlAPI.customerPath.rawValue, "\(ControlAPI.customerInterface).ListPayments",
+    ]
+
+    /// A customer object whose `ListPayments` answers, owned by root under the customer's name.
+    static func serve(on bus: TestBus) async throws -> DBusConnection {
+        let daemon = try await bus.connect()
+        _ = try await daemon.export(ControlAPI.customerPath, interfaces: [
+            DBusInterface(ControlAPI.customerInterface, methods: [
+                "ListPayments": DBusMethod(output: "a(ssa{sv})") { _ in [.array(element: "(ssa{sv})", [])] }
+            ])
+        ])
+        try await daemon.requestName(ControlAPI.customerBusName)
+        return daemon
+    }
+
+    @Test func rootServesAndCallsTheDaemons() async throws {
+        let bus = try TestBus(systemPolicyWith: [Self.policy])
+        defer { bus.stop() }
+        let daemon = try await Self.serve(on: bus)
+        defer { withExtendedLifetime(daemon) {} }
+        let client = try await bus.connect()
+        let reply = try await client.call(
+            destination: ControlAPI.customerBusName, path: ControlAPI.customerPath,
+            interface: ControlAPI.customerInterface, member: "ListPayments")
+        #expect(reply.arguments.count == 1)
+    }
+
+    @Test func anOrdinaryUserIsRefused() async throws {
+        let bus = try TestBus(systemPolicyWith: [Self.policy])
+        defer { bus.stop() }
+        let daemon = try await Self.serve(on: bus)
+        defer { withExtendedLifetime(daemon) {} }
+        let (status, output) = try Self.dbusSend(bus, Self.listPayments)
+        #expect(status != 0 && output.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(output)")
+        let (owned, ownOutput) = try Self.dbusSend(bus, [
+            "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.RequestName",
+            "string:\(ControlAPI.businessBusName)", "uint32:0",
+        ])
+        #expect(owned != 0 && ownOutput.contains("AccessDenied"), "\(ownOutput)")
+    }
+
+    @Test func theBlepayGroupMayCall() async throws {
+        try #require(getgrnam("blepay") != nil, "the blepay group is created by the install (systemd-sysusers)")
+        let bus = try TestBus(systemPolicyWith: [Self.policy])
+        defer { bus.stop() }
+        let daemon = try await Self.serve(on: bus)
+        defer { withExtendedLifetime(daemon) {} }
+        let (status, output) = try Self.dbusSend(bus, groups: "blepay", Self.listPayments)
+        #expect(status == 0, "\(output)")
+    }
+}
