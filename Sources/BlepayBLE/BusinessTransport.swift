@@ -65,8 +65,13 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             group.addTask { [self] in
                 for await event in session {
                     switch event {
-                    case .vanished: for peer in links.peers { links.hangUp(peer) }
-                    case .restarted: try? await startDiscovery()
+                    case .vanished:
+                        logger.warning("bluetoothd went away")
+                        for peer in links.peers { links.hangUp(peer) }
+                    case .restarted:
+                        logger.info("bluetoothd is back; scanning again")
+                        try? await adapter.setPowered(true)
+                        try? await startDiscovery()
                     default: break
                     }
                 }

@@ -73,9 +73,13 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         logger.info("serving and advertising", metadata: ["adapter": "\(adapter.name)"])
         ready()
         let connections = adapter.connectionEvents()
+        let bluetoothd = adapter.session.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await event in connections where !event.connected { linkWentDown(event.device.path) }
+            }
+            group.addTask { [self] in
+                for await event in bluetoothd { await recover(event) }
             }
             group.addTask { [self] in
                 while (try? await Task.sleep(for: .seconds(1))) != nil { tick() }
@@ -180,6 +184,26 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
         // The controller stops advertising when a central connects; advertise afresh for the next one.
         if links.isEmpty { readvertise.continuation.yield() }
+    }
+
+    /// bluetoothd went away (and every link with it) or came back: links are dropped, then the adapter is powered
+    /// and advertised again; the GATT application registers again by itself.
+    private func recover(_ event: BlueZSession.Event) async {
+        switch event {
+        case .vanished:
+            logger.warning("bluetoothd went away")
+            for device in links.addresses { linkWentDown(device) }
+        case .restarted:
+            logger.info("bluetoothd is back; advertising again")
+            do {
+                try await adapter.setPowered(true)
+            } catch {
+                logger.warning("powering the adapter failed", metadata: ["error": "\(error)"])
+            }
+            readvertise.continuation.yield()
+        default:
+            break
+        }
     }
 
     private func tick() {
