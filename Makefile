@@ -9,7 +9,7 @@ TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: all deps build test unit-test contract rig-test fuzz bench clean
+.PHONY: all deps build test unit-test contract rig-test fuzz bench install clean
 
 all: build
 
@@ -57,6 +57,12 @@ bench: deps
 	bash scripts/bench-ledger.sh $(LEDGER_BENCH_PAYMENTS)
 	$(SWIFT) build -c release --product blepay-loopback
 	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
+
+# Release binaries, systemd units, sysusers, the D-Bus policy, sample configuration (kept if present), completions and
+# docs; DESTDIR=/some/dir installs below it without touching the running system.
+install:
+	$(SWIFT) build -c release
+	bash scripts/install.sh $(shell $(SWIFT) build -c release --show-bin-path)
 
 clean:
 	rm -rf .build .build-fuzz .build-bench .build-bench-load .rig-logs

@@ -72,6 +72,9 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                         logger.info("bluetoothd is back; scanning again")
                         try? await adapter.setPowered(true)
                         try? await startDiscovery()
+                    case .changed(adapter.path, _, let values) where values["Powered"] == .boolean(true):
+                        logger.info("the adapter is powered again; scanning again")
+                        try? await startDiscovery()
                     default: break
                     }
                 }

@@ -76,7 +76,9 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         let bluetoothd = adapter.session.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
-                for await event in connections where !event.connected { linkWentDown(event.device.path) }
+                for await event in connections {
+                    if event.connected { dropIfSilent(event.device) } else { linkWentDown(event.device.path) }
+                }
             }
             group.addTask { [self] in
                 for await event in bluetoothd { await recover(event) }
@@ -186,8 +188,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         if links.isEmpty { readvertise.continuation.yield() }
     }
 
-    /// bluetoothd went away (and every link with it) or came back: links are dropped, then the adapter is powered
-    /// and advertised again; the GATT application registers again by itself.
+    /// bluetoothd went away (and every link with it) or came back, or the adapter was powered on again: links are
+    /// dropped, then the adapter is powered and advertised again; the GATT application registers again by itself.
     private func recover(_ event: BlueZSession.Event) async {
         switch event {
         case .vanished:
@@ -201,8 +203,24 @@ public final class CustomerTransport: PaymentTransport, Sendable {
                 logger.warning("powering the adapter failed", metadata: ["error": "\(error)"])
             }
             readvertise.continuation.yield()
+        case .changed(adapter.path, _, let values) where values["Powered"] == .boolean(true):
+            // Powered off and on again: BlueZ dropped the advertisement with the power.
+            logger.info("the adapter is powered again; advertising again")
+            readvertise.continuation.yield()
         default:
             break
+        }
+    }
+
+    /// A central that connects but has not completed the handshake within its time-out is disconnected: it would
+    /// hold the one business slot (and, with no write ever made, the advertising the connection stopped). After a
+    /// bluetoothd restart such a link can be left over from before it.
+    private func dropIfSilent(_ device: Device) {
+        Task { [self] in
+            try? await Task.sleep(for: Link.handshakeTimeout)
+            guard device.isConnected, links.peer(at: device.path).flatMap(links.session(of:)) == nil else { return }
+            logger.info("a central connected but completed no handshake; disconnecting it", metadata: ["device": "\(device.path)"])
+            try? await device.disconnect()
         }
     }
 

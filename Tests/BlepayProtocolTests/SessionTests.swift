@@ -58,6 +58,20 @@ import Testing
         #expect(protocolError { _ = try Parties.handshake(business: future) } == .certificateExpired)
     }
 
+    @Test func clocksMayDifferByFiveMinutes() throws {
+        let tolerance = MerchantCertificate.clockTolerance
+        let soon = try Parties.business(certificate: Parties.certificate(validFrom: Parties.now.adding(milliseconds: tolerance)))
+        _ = try Parties.handshake(business: soon)
+        let tooSoon = try Parties.business(
+            certificate: Parties.certificate(validFrom: Parties.now.adding(milliseconds: tolerance + 1)))
+        #expect(protocolError { _ = try Parties.handshake(business: tooSoon) } == .certificateExpired)
+        let oneDay = try Parties.business(certificate: Parties.certificate(days: 1))
+        _ = try Parties.handshake(business: oneDay, at: Parties.now.adding(milliseconds: 86_400_000 + tolerance))
+        #expect(protocolError {
+            _ = try Parties.handshake(business: oneDay, at: Parties.now.adding(milliseconds: 86_400_000 + tolerance + 1))
+        } == .certificateExpired)
+    }
+
     @Test func aCertificateIsCheckedAgainstItsSignatureAndTheSessionKey() throws {
         let certificate = Parties.certificate()
         let staticKey = Array(Parties.businessStatic.publicKey.rawRepresentation)

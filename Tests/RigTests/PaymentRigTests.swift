@@ -3,7 +3,7 @@ import Testing
 
 /// A real payment between two machines: the ledger and the customer daemon on host a, the business daemon on host
 /// b, joined by the virtual air and a point-to-point IPv6 link only (`scripts/rig-payment.sh`); then a request
-/// each side ends, and a payment after bluetoothd restarted on both hosts. Checked from what both daemons
+/// each side ends. Checked from what both daemons
 /// signalled, what the ledger's books say, and how the daemons exited.
 @Suite(.serialized, .timeLimit(.minutes(20)))
 struct PaymentRigTests {
@@ -45,13 +45,13 @@ struct PaymentRigTests {
         let balances: [Balance]
     }
 
-    @Test func paymentsBetweenTwoHostsSurviveABluetoothdRestart() throws {
+    @Test func aPaymentACancellationAndADeclineBetweenTwoHosts() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-payment.sh").path
         let command = "bash \(script) \(Rig.binaryDirectory)"
         let run = try Rig.run(topology: ["two-hosts"], commands: ["--host-a", command, "--host-b", command])
         #expect(run.status == 0, "rig exited \(run.status); it printed where it kept the logs")
 
-        let ids = try (1...4).map { try run.text("pay\($0).id") }
+        let ids = try (1...3).map { try run.text("pay\($0).id") }
         let customer = try run.lines("a.events.jsonl", as: Event.self)
         let business = try run.lines("b.events.jsonl", as: Event.self)
         func kinds(_ events: [Event], _ id: String) -> [String] { events.filter { $0.payment_id == id }.map(\.event) }
@@ -73,11 +73,6 @@ struct PaymentRigTests {
         #expect(customer.first { $0.payment_id == ids[2] && $0.event == "cancelled" }?.details["by"] == .text("customer"))
         #expect(kinds(business, ids[1]).contains("cancelled"))
         #expect(kinds(business, ids[2]).contains("declined"))
-
-        // bluetoothd restarted on both hosts: the link dropped, and the daemons found each other again by themselves.
-        #expect(customer.contains { $0.event == "disconnected" })
-        #expect(kinds(customer, ids[3]) == ["receivedPayment", "finishedPayment"])
-        #expect(kinds(business, ids[3]).contains("finished"))
 
         // The ledger moved exactly the amount plus the tip, once, and its books are sound.
         let before = try run.json("instruments.before.json", as: Instrument.self)

@@ -42,8 +42,13 @@ extension MerchantCertificate {
             signature: ledgerKey.sign(signingBytes))
     }
 
+    /// How far a checker's clock may be from the ledger's: a certificate is taken this long before its window opens
+    /// and after it closes, so that a business enrolled a moment ago is not refused by a clock slightly behind.
+    public static let clockTolerance: UInt64 = 300_000
+
     /// Checks what a customer must before showing any request (`docs/protocol.md` §7.3): the ledger's signature
-    /// by a trusted key, the validity window, and that it vouches for the Noise static key of this session.
+    /// by a trusted key, the validity window (give or take `clockTolerance`), and that it vouches for the Noise
+    /// static key of this session.
     public func verify(trusting ledgerKeys: TrustedLedgerKeys, at now: Timestamp, noiseKey remoteStatic: [UInt8])
         throws(ProtocolError)
     {
@@ -53,7 +58,9 @@ extension MerchantCertificate {
         guard isValidSignature(signature, of: signingBytes, by: ledgerKey) else {
             throw ProtocolError(.invalidCertificate, "the ledger's signature does not verify")
         }
-        guard validFrom <= now, now <= validUntil else {
+        guard validFrom.millisecondsSince1970 <= now.millisecondsSince1970 + Self.clockTolerance,
+            now.millisecondsSince1970 <= validUntil.millisecondsSince1970 + Self.clockTolerance
+        else {
             throw ProtocolError(.certificateExpired, "valid from \(validFrom) until \(validUntil), now \(now)")
         }
         guard noiseKey.bytes == remoteStatic else {

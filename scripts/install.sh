@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs blepay (`make install`): the release binaries into /usr/local/bin, the systemd units, the blepay user and
+# group (sysusers.d), the D-Bus policy, the sample configuration (an existing file is never overwritten), shell
+# completions and the documentation. With DESTDIR, everything goes below it and nothing on the running system is
+# touched. Usage: scripts/install.sh RELEASE_BIN_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$1
+dest=${DESTDIR:-}
+
+install -d "$dest/usr/local/bin" "$dest/etc/systemd/system" "$dest/usr/lib/sysusers.d" \
+  "$dest/usr/share/dbus-1/system.d" "$dest/usr/local/share/doc/blepay" \
+  "$dest/usr/share/bash-completion/completions" "$dest/etc/blepay"
+install -m 755 "$bin/blepayd" "$bin/blepayctl" "$bin/blepay-ledger" "$dest/usr/local/bin/"
+install -m 644 "$root"/systemd/*.service "$dest/etc/systemd/system/"
+install -m 644 "$root/systemd/blepay.sysusers" "$dest/usr/lib/sysusers.d/blepay.conf"
+install -m 644 "$root/dbus/org.blepay.conf" "$dest/usr/share/dbus-1/system.d/org.blepay.conf"
+install -m 644 "$root"/docs/*.md "$root"/docs/*.yaml "$dest/usr/local/share/doc/blepay/"
+"$bin/blepayctl" --generate-completion-script bash > "$dest/usr/share/bash-completion/completions/blepayctl"
+
+if [[ -z $dest ]]; then
+  systemd-sysusers /usr/lib/sysusers.d/blepay.conf
+fi
+for file in "$root"/config/*.toml; do
+  target="$dest/etc/blepay/$(basename "$file")"
+  [[ -e $target ]] && { echo "install: keeping $target"; continue; }
+  # Readable by the daemons' group only: the files name where secrets are kept.
+  install -m 640 "$file" "$target"
+  [[ -z $dest ]] && chgrp blepay "$target"
+done
+
+if [[ -z $dest ]]; then
+  # Pick up the new units and policy where systemd and the system bus are running.
+  if [[ -d /run/systemd/system ]]; then systemctl daemon-reload; fi
+  dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig 2>/dev/null || true
+fi
+echo "install: done; edit /etc/blepay/*.toml (ledger.public_key, adapter), then: systemctl enable --now blepay-customer (or blepay-business, blepay-ledger)"
