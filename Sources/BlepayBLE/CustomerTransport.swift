@@ -76,9 +76,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         let bluetoothd = adapter.session.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
-                for await event in connections {
-                    if event.connected { dropIfSilent(event.device) } else { linkWentDown(event.device.path) }
-                }
+                for await event in connections where !event.connected { linkWentDown(event.device.path) }
             }
             group.addTask { [self] in
                 for await event in bluetoothd { await recover(event) }
@@ -209,18 +207,6 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             readvertise.continuation.yield()
         default:
             break
-        }
-    }
-
-    /// A central that connects but has not completed the handshake within its time-out is disconnected: it would
-    /// hold the one business slot (and, with no write ever made, the advertising the connection stopped). After a
-    /// bluetoothd restart such a link can be left over from before it.
-    private func dropIfSilent(_ device: Device) {
-        Task { [self] in
-            try? await Task.sleep(for: Link.handshakeTimeout)
-            guard device.isConnected, links.peer(at: device.path).flatMap(links.session(of:)) == nil else { return }
-            logger.info("a central connected but completed no handshake; disconnecting it", metadata: ["device": "\(device.path)"])
-            try? await device.disconnect()
         }
     }
 
