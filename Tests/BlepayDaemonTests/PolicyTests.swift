@@ -11,7 +11,16 @@ import Testing
         .appendingPathComponent("../../dbus/org.blepay.conf").standardized.path
 
     /// Runs `dbus-send` on `bus` as uid and gid 65534 (nobody), in `groups`; returns its exit status and output.
-    static func dbusSend(_ bus: TestBus, groups: String? = nil, _ arguments: [String]) throws -> (Int32, String) {
+    /// It waits on a thread of its own, never on one of the test runner's.
+    static func dbusSend(_ bus: TestBus, groups: String? = nil, _ arguments: [String]) async throws -> (Int32, String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try runDBusSend(bus, groups: groups, arguments) })
+            }
+        }
+    }
+
+    private static func runDBusSend(_ bus: TestBus, groups: String?, _ arguments: [String]) throws -> (Int32, String) {
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -57,9 +66,9 @@ import Testing
         defer { bus.stop() }
         let daemon = try await Self.serve(on: bus)
         defer { withExtendedLifetime(daemon) {} }
-        let (status, output) = try Self.dbusSend(bus, Self.listPayments)
+        let (status, output) = try await Self.dbusSend(bus, Self.listPayments)
         #expect(status != 0 && output.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(output)")
-        let (owned, ownOutput) = try Self.dbusSend(bus, [
+        let (owned, ownOutput) = try await Self.dbusSend(bus, [
             "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.RequestName",
             "string:\(ControlAPI.businessBusName)", "uint32:0",
         ])
@@ -72,7 +81,7 @@ import Testing
         defer { bus.stop() }
         let daemon = try await Self.serve(on: bus)
         defer { withExtendedLifetime(daemon) {} }
-        let (status, output) = try Self.dbusSend(bus, groups: "blepay", Self.listPayments)
+        let (status, output) = try await Self.dbusSend(bus, groups: "blepay", Self.listPayments)
         #expect(status == 0, "\(output)")
     }
 }
