@@ -51,8 +51,6 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
         state.withLock { $0.peers.first { $0.value.address == address }?.key }
     }
 
-    func address(of peer: PeerID) -> Address? { state.withLock { $0.peers[peer]?.address } }
-
     var peers: [PeerID] { state.withLock { Array($0.peers.keys) } }
 
     var addresses: [Address] { state.withLock { $0.peers.values.map(\.address) } }
@@ -83,7 +81,7 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
 
     /// Every link's time-outs.
     func tick(at instant: ContinuousClock.Instant) {
-        for peer in state.withLock({ Array($0.peers.keys) }) { update(peer) { $0.tick(at: instant) } }
+        for peer in peers { update(peer) { $0.tick(at: instant) } }
     }
 
     /// Asks for the peer's disconnection after the fragments already queued.
@@ -106,7 +104,7 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
 
     /// Ends the event stream (the transport stopped); every link is forgotten first.
     func finish() {
-        for peer in state.withLock({ Array($0.peers.keys) }) { remove(peer) }
+        for peer in peers { remove(peer) }
         continuation.finish()
     }
 }

@@ -40,27 +40,12 @@ public struct BusinessDaemon: Service {
                 requestLifetimeSeconds: context.configuration.requestLifetimeSeconds,
                 maximumTipPercent: context.configuration.maximumTipPercent),
             clock: context.clock, logger: context.logger)
-        try await withThrowingTaskGroup(of: DaemonPart.self) { group in
-            group.addTask {
-                await service.run()
-                return .links
-            }
-            group.addTask {
+        try await DaemonPart.run(
+            notify: notify, links: { await service.run() },
+            control: {
                 try await BusinessControl.serve(
-                    service, on: context.control, logger: context.logger, ready: { readiness.report("bus") })
-                return .control
-            }
-            group.addTask {
-                try? await gracefulShutdown()
-                notify.stopping()
-                await service.shutdown()
-                return .shutdown
-            }
-            group.addTask {
-                await notify.keepAlive()
-                return .watchdog
-            }
-            try await DaemonPart.untilControlEnds(&group)
-        }
+                    service, on: context.control, name: context.configuration.busName, logger: context.logger,
+                    ready: { readiness.report("bus") })
+            }, shutdown: { await service.shutdown() })
     }
 }

@@ -33,25 +33,13 @@ public struct CustomerDaemon: Service {
                 ) { try await transport.run { readiness.report("bluetooth") } }
             }, clock: context.clock, logger: context.logger)
         await service.startReceiving()
-        try await withThrowingTaskGroup(of: DaemonPart.self) { group in
-            group.addTask {
+        try await DaemonPart.run(
+            notify: notify,
+            control: {
                 try await CustomerControl.serve(
-                    service, on: context.control, wallet: wallet(context.ledger),
+                    service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger),
                     logger: context.logger, ready: { readiness.report("bus") })
-                return .control
-            }
-            group.addTask {
-                try? await gracefulShutdown()
-                notify.stopping()
-                await service.shutdown()
-                return .shutdown
-            }
-            group.addTask {
-                await notify.keepAlive()
-                return .watchdog
-            }
-            try await DaemonPart.untilControlEnds(&group)
-        }
+            }, shutdown: { await service.shutdown() })
     }
 }
 
