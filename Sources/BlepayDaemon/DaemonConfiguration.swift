@@ -29,6 +29,11 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var requestLifetimeSeconds = 120
     /// Business: the largest tip accepted, in percent of the amount.
     public var maximumTipPercent = 100
+    /// Set when several daemons of a role share a host: the bus name gets it as its last element.
+    public var instance: String?
+
+    /// The well-known name this daemon owns on the bus.
+    public var busName: String { ControlAPI.busName(role, instance: instance) }
 
     public init(role: Role) {
         self.role = role
@@ -85,6 +90,15 @@ public struct DaemonConfiguration: Sendable, Hashable {
             }
             try section.string("name", into: &configuration.deviceName)
             guard configuration.deviceName.count <= 64 else { throw section.error("name", "is at most 64 characters") }
+        }
+        try reader.section("control") { section throws(ConfigurationError) in
+            var instance = ""
+            try section.string("instance", into: &instance)
+            guard !instance.isEmpty else { return }
+            guard instance.wholeMatch(of: /[A-Za-z_][A-Za-z0-9_]{0,31}/) != nil else {
+                throw section.error("instance", "is 1 to 32 letters, digits or underscores, not starting with a digit")
+            }
+            configuration.instance = instance
         }
         if role == .business {
             try reader.section("payments") { section throws(ConfigurationError) in

@@ -43,9 +43,13 @@ struct Global: ParsableArguments {
     @Option(help: "The bus the daemons are on: 'system', or a D-Bus address.")
     var bus = "system"
 
+    @Option(help: "The daemon's instance, when several of a role share this host (its configuration's control.instance).")
+    var instance: String?
+
     func connect() async throws -> Control {
         do {
-            return Control(connection: try await DBusConnection.connect(to: bus == "system" ? .system : .address(bus)), json: json)
+            let connection = try await DBusConnection.connect(to: bus == "system" ? .system : .address(bus))
+            return Control(connection: connection, json: json, instance: instance)
         } catch {
             throw Failure.unreachable("cannot reach the bus: \(error)")
         }

@@ -8,9 +8,10 @@ import Foundation
 struct Control {
     let connection: DBusConnection
     let json: Bool
+    let instance: String?
 
     func call(_ role: DaemonConfiguration.Role, _ member: String, _ arguments: [DBusValue] = []) async throws -> DBusMessage {
-        let (name, path, interface) = Self.address(role)
+        let (name, path, interface) = address(role)
         do {
             return try await connection.call(destination: name, path: path, interface: interface, member: member, arguments: arguments)
         } catch {
@@ -28,7 +29,7 @@ struct Control {
     }
 
     func isRunning(_ role: DaemonConfiguration.Role) async throws -> Bool {
-        (try? await connection.nameOwner(Self.address(role).name)) != nil
+        (try? await connection.nameOwner(address(role).name)) != nil
     }
 
     func status(_ role: DaemonConfiguration.Role, _ paymentID: String) async throws -> PaymentLine {
@@ -50,7 +51,7 @@ struct Control {
     func watch(_ roles: [DaemonConfiguration.Role]) async throws {
         let streams = try await roles.asyncMap { role in
             (role, try await connection.signals(matching: DBusMatchRule(
-                interface: Self.address(role).interface, member: ControlAPI.eventSignal)))
+                sender: address(role).name, interface: address(role).interface, member: ControlAPI.eventSignal)))
         }
         await withTaskGroup(of: Void.self) { group in
             for (role, stream) in streams {
@@ -75,10 +76,11 @@ struct Control {
         FileHandle.standardOutput.write(line + Data("\n".utf8))
     }
 
-    static func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {
-        role == .customer
-            ? (ControlAPI.customerBusName, ControlAPI.customerPath, ControlAPI.customerInterface)
-            : (ControlAPI.businessBusName, ControlAPI.businessPath, ControlAPI.businessInterface)
+    func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {
+        let name = ControlAPI.busName(role, instance: instance)
+        return role == .customer
+            ? (name, ControlAPI.customerPath, ControlAPI.customerInterface)
+            : (name, ControlAPI.businessPath, ControlAPI.businessInterface)
     }
 }
 

@@ -31,12 +31,16 @@ import Testing
             state_directory = "/srv/blepay"
             [payments]
             request_lifetime_seconds = 30
+            [control]
+            instance = "lane_2"
             """, file: "business.toml")
         #expect(configuration.adapter == "hci2" && configuration.maximumConnections == 3)
         #expect(configuration.ledgerURL == "http://10.0.2.1:8480")
         #expect(configuration.ledgerPublicKey?.bytes == Array(repeating: 0xAB, count: 32))
         #expect(configuration.requestLifetimeSeconds == 30 && configuration.maximumTipPercent == 100)
         #expect(configuration.resolve(configuration.enrollmentTokenFile) == "/srv/blepay/enrollment.token")
+        #expect(configuration.busName == "org.blepay.Business.lane_2")
+        #expect(DaemonConfiguration(role: .customer).busName == "org.blepay.Customer")
     }
 
     @Test(arguments: [
@@ -46,6 +50,10 @@ import Testing
         (.customer, "[device]\nstate_directory = \"var/lib\"", "device.state_directory", "is an absolute path"),
         (.customer, "[bluetooth]\nmaximum_connections = 3", "bluetooth.maximum_connections", "is not a known key"),
         (.customer, "[payments]\nmaximum_tip_percent = 5", "payments", "is not a known key"),
+        (.customer, "[control]\ninstance = \"2nd\"", "control.instance",
+         "is 1 to 32 letters, digits or underscores, not starting with a digit"),
+        (.business, "[control]\ninstance = \"a.b\"", "control.instance",
+         "is 1 to 32 letters, digits or underscores, not starting with a digit"),
         (.business, "[bluetooth]\nmaximum_connections = 0", "bluetooth.maximum_connections", "is an integer from 1 to 32"),
         (.business, "[payments]\nrequest_lifetime_seconds = 5", "payments.request_lifetime_seconds", "is an integer from 10 to 3600"),
     ])

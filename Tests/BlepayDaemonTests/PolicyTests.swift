@@ -5,7 +5,8 @@ import Foundation
 import Testing
 
 /// `dbus/org.blepay.conf` on a bus with the system bus's default policy: root may own the daemons' names and call
-/// them; an ordinary user may do neither; a member of the blepay group may call them.
+/// them; an ordinary user may do neither; a member of the blepay group may call them. Each holds for the plain names
+/// and for an instance's (`org.blepay.Customer.<instance>`).
 @Suite struct PolicyTests {
     static let policy = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../dbus/org.blepay.conf").standardized.path
@@ -33,55 +34,60 @@ import Testing
         return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
-    static let listPayments = [
-        "--dest=\(ControlAPI.customerBusName)", ControlAPI.customerPath.rawValue, "\(ControlAPI.customerInterface).ListPayments",
-    ]
+    static let instances: [String?] = [nil, "counter_2"]
 
-    /// A customer object whose `ListPayments` answers, owned by root under the customer's name.
-    static func serve(on bus: TestBus) async throws -> DBusConnection {
+    static func listPayments(_ instance: String?) -> [String] {
+        [
+            "--dest=\(ControlAPI.busName(.customer, instance: instance))", ControlAPI.customerPath.rawValue,
+            "\(ControlAPI.customerInterface).ListPayments",
+        ]
+    }
+
+    /// A customer object whose `ListPayments` answers, owned by root under the customer's (instance's) name.
+    static func serve(on bus: TestBus, _ instance: String?) async throws -> DBusConnection {
         let daemon = try await bus.connect()
         _ = try await daemon.export(ControlAPI.customerPath, interfaces: [
             DBusInterface(ControlAPI.customerInterface, methods: [
                 "ListPayments": DBusMethod(output: "a(ssa{sv})") { _ in [.array(element: "(ssa{sv})", [])] }
             ])
         ])
-        try await daemon.requestName(ControlAPI.customerBusName)
+        try await daemon.requestName(ControlAPI.busName(.customer, instance: instance))
         return daemon
     }
 
-    @Test func rootServesAndCallsTheDaemons() async throws {
+    @Test(arguments: instances) func rootServesAndCallsTheDaemons(_ instance: String?) async throws {
         let bus = try TestBus(systemPolicyWith: [Self.policy])
         defer { bus.stop() }
-        let daemon = try await Self.serve(on: bus)
+        let daemon = try await Self.serve(on: bus, instance)
         defer { withExtendedLifetime(daemon) {} }
         let client = try await bus.connect()
         let reply = try await client.call(
-            destination: ControlAPI.customerBusName, path: ControlAPI.customerPath,
+            destination: ControlAPI.busName(.customer, instance: instance), path: ControlAPI.customerPath,
             interface: ControlAPI.customerInterface, member: "ListPayments")
         #expect(reply.arguments.count == 1)
     }
 
-    @Test func anOrdinaryUserIsRefused() async throws {
+    @Test(arguments: instances) func anOrdinaryUserIsRefused(_ instance: String?) async throws {
         let bus = try TestBus(systemPolicyWith: [Self.policy])
         defer { bus.stop() }
-        let daemon = try await Self.serve(on: bus)
+        let daemon = try await Self.serve(on: bus, instance)
         defer { withExtendedLifetime(daemon) {} }
-        let (status, output) = try await Self.dbusSend(bus, Self.listPayments)
+        let (status, output) = try await Self.dbusSend(bus, Self.listPayments(instance))
         #expect(status != 0 && output.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(output)")
         let (owned, ownOutput) = try await Self.dbusSend(bus, [
             "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.RequestName",
-            "string:\(ControlAPI.businessBusName)", "uint32:0",
+            "string:\(ControlAPI.busName(.business, instance: instance))", "uint32:0",
         ])
         #expect(owned != 0 && ownOutput.contains("AccessDenied"), "\(ownOutput)")
     }
 
-    @Test func theBlepayGroupMayCall() async throws {
+    @Test(arguments: instances) func theBlepayGroupMayCall(_ instance: String?) async throws {
         try #require(getgrnam("blepay") != nil, "the blepay group is created by the install (systemd-sysusers)")
         let bus = try TestBus(systemPolicyWith: [Self.policy])
         defer { bus.stop() }
-        let daemon = try await Self.serve(on: bus)
+        let daemon = try await Self.serve(on: bus, instance)
         defer { withExtendedLifetime(daemon) {} }
-        let (status, output) = try await Self.dbusSend(bus, groups: "blepay", Self.listPayments)
+        let (status, output) = try await Self.dbusSend(bus, groups: "blepay", Self.listPayments(instance))
         #expect(status == 0, "\(output)")
     }
 }

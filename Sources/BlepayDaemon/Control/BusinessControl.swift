@@ -3,23 +3,25 @@ import BlepayProtocol
 import DBusKit
 import Logging
 
-/// `org.blepay.Business1` at `/org/blepay/Business`, owned as `org.blepay.Business`: send a payment request to
-/// every connected customer, cancel it, look payments up, and every payment's events as `PaymentEvent` signals.
+/// `org.blepay.Business1` at `/org/blepay/Business`, owned as `org.blepay.Business` (or
+/// `org.blepay.Business.<instance>`): send a payment request to every connected customer, cancel it, look payments
+/// up, and every payment's events as `PaymentEvent` signals.
 public enum BusinessControl {
     /// Exports the object, owns the bus name, and relays the service's events as signals until they end or the
     /// calling task is cancelled; then releases the name.
     public static func serve(
-        _ service: BusinessService, on connection: DBusConnection, logger: Logger, ready: @Sendable () -> Void = {}
+        _ service: BusinessService, on connection: DBusConnection, name: String = ControlAPI.businessBusName,
+        logger: Logger, ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let handle = try await connection.export(ControlAPI.businessPath, interfaces: [interface(service)])
         do {
-            try await connection.requestName(ControlAPI.businessBusName)
+            try await connection.requestName(name)
         } catch {
             await handle.unexport()
             throw error
         }
         ready()
-        logger.info("control API ready", metadata: ["name": "\(ControlAPI.businessBusName)"])
+        logger.info("control API ready", metadata: ["name": "\(name)"])
         for await event in service.events {
             do {
                 try handle.emitSignal(
@@ -29,7 +31,7 @@ public enum BusinessControl {
                 logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
             }
         }
-        try? await connection.releaseName(ControlAPI.businessBusName)
+        try? await connection.releaseName(name)
         await handle.unexport()
     }
 

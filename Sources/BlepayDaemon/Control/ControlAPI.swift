@@ -13,6 +13,13 @@ public enum ControlAPI {
     public static let businessInterface = "org.blepay.Business1"
     public static let customerPath: DBusObjectPath = "/org/blepay/Customer"
     public static let businessPath: DBusObjectPath = "/org/blepay/Business"
+    /// A daemon's well-known name: `org.blepay.Customer`, or `org.blepay.Customer.<instance>` when several
+    /// customer daemons share a host (likewise for businesses).
+    public static func busName(_ role: DaemonConfiguration.Role, instance: String? = nil) -> String {
+        let base = role == .customer ? customerBusName : businessBusName
+        return instance.map { "\(base).\($0)" } ?? base
+    }
+
     /// `PaymentEvent(s kind, s payment_id, a{sv} details)`.
     public static let eventSignal = "PaymentEvent"
     public static let eventSignature: DBusSignature = "ssa{sv}"

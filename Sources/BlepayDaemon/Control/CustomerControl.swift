@@ -3,8 +3,9 @@ import BlepayProtocol
 import DBusKit
 import Logging
 
-/// `org.blepay.Customer1` at `/org/blepay/Customer`, owned as `org.blepay.Customer`: the reference SDK's customer
-/// calls as methods, its events as `PaymentEvent` signals, and `Receiving` as a property.
+/// `org.blepay.Customer1` at `/org/blepay/Customer`, owned as `org.blepay.Customer` (or
+/// `org.blepay.Customer.<instance>`): the reference SDK's customer calls as methods, its events as `PaymentEvent`
+/// signals, and `Receiving` as a property.
 public enum CustomerControl {
     /// An instrument as `ListInstruments` gives it.
     public struct Instrument: Sendable, Hashable {
@@ -43,7 +44,7 @@ public enum CustomerControl {
     /// Exports the object, owns the bus name, and relays the service's events as signals until the calling task is
     /// cancelled; then releases the name.
     public static func serve(
-        _ service: CustomerService, on connection: DBusConnection,
+        _ service: CustomerService, on connection: DBusConnection, name: String = ControlAPI.customerBusName,
         wallet: Wallet, logger: Logger,
         ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
@@ -52,13 +53,13 @@ public enum CustomerControl {
             ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving)])
         receiving.handle = handle
         do {
-            try await connection.requestName(ControlAPI.customerBusName)
+            try await connection.requestName(name)
         } catch {
             await handle.unexport()
             throw error
         }
         ready()
-        logger.info("control API ready", metadata: ["name": "\(ControlAPI.customerBusName)"])
+        logger.info("control API ready", metadata: ["name": "\(name)"])
         for await event in service.events {
             do {
                 try handle.emitSignal(
@@ -68,7 +69,7 @@ public enum CustomerControl {
                 logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
             }
         }
-        try? await connection.releaseName(ControlAPI.customerBusName)
+        try? await connection.releaseName(name)
         await handle.unexport()
     }
 
