@@ -129,3 +129,17 @@ public struct DeviceIdentity: Sendable {
         return certificate
     }
 }
+
+// Descriptions name the device and never show its keys or request secret: service lifecycle logs the services it
+// runs, with everything they hold, as they describe themselves.
+extension DeviceIdentity: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "DeviceIdentity(device: \(credentials.deviceId), account: \(credentials.accountId))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["credentials": credentials]) }
+}
+
+extension DeviceIdentity.Credentials: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "Credentials(device: \(deviceId), account: \(accountId))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["deviceId": deviceId, "accountId": accountId]) }
+}

@@ -63,6 +63,13 @@ import Testing
                 #expect(try Self.mode(configuration.resolve(file)) == 0o600, "\(file)")
             }
             #expect(try Self.mode(configuration.stateDirectory) == 0o700)
+            // Descriptions, which logs may carry, never show the request secret.
+            for text in [
+                "\(first)", String(reflecting: first), "\(first.credentials)", String(reflecting: first.credentials),
+                "\([first])", "\(Optional(first))",
+            ] {
+                #expect(text.contains(first.credentials.deviceId) && !text.contains(first.credentials.secret), "\(text)")
+            }
 
             // Once enrolled, the token is no longer needed, and the same device comes back.
             try FileManager.default.removeItem(atPath: configuration.resolve(configuration.enrollmentTokenFile))

@@ -7,7 +7,7 @@ import ServiceLifecycle
 
 /// `blepayd business`: scans for customers and serves them, serves `org.blepay.Business1`, executes accepted
 /// payments with the ledger, and on SIGTERM cancels open requests and lets payments being executed finish.
-public struct BusinessDaemon: Service {
+public struct BusinessDaemon: Service, CustomStringConvertible {
     private let context: DaemonContext
     private let notify: SystemdNotify
 
@@ -15,6 +15,8 @@ public struct BusinessDaemon: Service {
         self.context = context
         self.notify = notify
     }
+
+    public var description: String { "BusinessDaemon(\(context))" }
 
     public func run() async throws {
         let (context, notify) = (context, notify)

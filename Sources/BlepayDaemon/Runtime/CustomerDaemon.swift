@@ -8,7 +8,7 @@ import ServiceLifecycle
 
 /// `blepayd customer`: receives payment requests over BLE from start until stopped, serves `org.blepay.Customer1`,
 /// and on SIGTERM ends every open payment with its event before it exits.
-public struct CustomerDaemon: Service {
+public struct CustomerDaemon: Service, CustomStringConvertible {
     private let context: DaemonContext
     private let notify: SystemdNotify
 
@@ -16,6 +16,8 @@ public struct CustomerDaemon: Service {
         self.context = context
         self.notify = notify
     }
+
+    public var description: String { "CustomerDaemon(\(context))" }
 
     public func run() async throws {
         let (context, notify) = (context, notify)

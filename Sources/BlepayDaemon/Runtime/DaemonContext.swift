@@ -68,3 +68,12 @@ public struct DaemonContext: Sendable {
         }
     }
 }
+
+// What a running daemon shows of itself in logs: its role, adapter and bus name, never its keys or credentials.
+extension DaemonContext: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "\(configuration.role.rawValue) on \(configuration.adapter) as \(configuration.busName), \(identity)"
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["identity": identity]) }
+}
