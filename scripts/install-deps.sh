@@ -5,7 +5,7 @@ set -euo pipefail
 
 DEB_PACKAGES=(
   libdbus-1-dev libbluetooth-dev dbus bluez bluez-test-tools
-  qemu-system-x86 linux-image-amd64 busybox-static socat procps systemd curl
+  qemu-system-x86 linux-image-amd64 busybox-static socat procps systemd curl gcc patch xz-utils
 )
 
 missing=()
@@ -23,6 +23,8 @@ if ! command -v vng >/dev/null 2>&1; then
   echo "install-deps: installing virtme-ng"
   python3 -m pip install --quiet --disable-pip-version-check virtme-ng
 fi
+# The rig's virtual controller, fixed for a central with several connections.
+bash "$(cd "$(dirname "$0")" && pwd)/build-btvirt.sh"
 # The blepay user and group, as an installation creates them: the D-Bus policy tests call the daemons as a member.
 systemd-sysusers "$(cd "$(dirname "$0")/.." && pwd)/systemd/blepay.sysusers"
 echo "install-deps: ready"

@@ -54,6 +54,10 @@ start_controllers() {
   return 1
 }
 
+# BlueZ 5.66's emulator with one fix (scripts/build-btvirt.sh).
+btvirt=/usr/local/libexec/blepay-rig/btvirt
+[[ -x $btvirt ]] || fail "no $btvirt: run scripts/install-deps.sh"
+
 adapters=""
 count=1
 [[ $role == one ]] && count=$(cat "$work/controllers")
@@ -67,12 +71,12 @@ modprobe -a af_alg algif_hash algif_skcipher ecb cmac 2>/dev/null || true
 case $role in
   one)
     modprobe hci_vhci || fail "no hci_vhci module"
-    start_controllers btvirt -L -l"$count" || fail "controllers did not come up"
+    start_controllers "$btvirt" -L -l"$count" || fail "controllers did not come up"
     ;;
   a)
     modprobe hci_vhci || fail "no hci_vhci module"
     # -s also serves the shared air on /tmp/bt-server-le; the serial port carries host b's controller there.
-    BRIDGE=1 start_controllers btvirt -L -l1 -s || fail "controller did not come up"
+    BRIDGE=1 start_controllers "$btvirt" -L -l1 -s || fail "controller did not come up"
     touch "$work/a.bridged"
     ;;
   b)

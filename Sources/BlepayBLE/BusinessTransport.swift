@@ -19,13 +19,17 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         public var staticKey: Curve25519.KeyAgreement.PrivateKey
         public var certificate: MerchantCertificate
         public var maximumConnections: Int
+        /// How long discovery runs without finding a customer before it is started afresh.
+        public var rescanInterval: Duration
 
         public init(
-            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: MerchantCertificate, maximumConnections: Int = 8
+            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: MerchantCertificate, maximumConnections: Int = 8,
+            rescanInterval: Duration = .seconds(10)
         ) {
             self.staticKey = staticKey
             self.certificate = certificate
             self.maximumConnections = maximumConnections
+            self.rescanInterval = rescanInterval
         }
     }
 
@@ -33,7 +37,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     private let configuration: Configuration
     private let logger: Logger
     private let clock: @Sendable () -> Timestamp
-    private let links = LinkTable<DBusObjectPath>()
+    private let links: LinkTable<DBusObjectPath>
     /// Customers being connected to or connected, with the task that serves each.
     private let customers = Mutex<[DBusObjectPath: Task<Void, Never>]>([:])
 
@@ -46,6 +50,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.clock = clock
+        links = LinkTable(logger: logger)
     }
 
     /// Scans and connects until the calling task is cancelled; then disconnects every customer and ends `events`.
@@ -108,15 +113,26 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     }
 
     /// Connects to one customer at a time: connecting stops discovery, which resumes once the customer is
-    /// served or has failed.
+    /// served or has failed. While there is room for another customer and none has been found for
+    /// `rescanInterval`, discovery is started afresh: some controllers report an advertiser once per scan, so a
+    /// customer whose report came while its link was still being torn down would otherwise never be seen again.
     private func connectLoop() async {
+        var lastFound = ContinuousClock.now
         while !Task.isCancelled {
             guard let device = nextCustomer() else {
+                let room = customers.withLock { $0.count } < configuration.maximumConnections
+                if room, ContinuousClock.now - lastFound > configuration.rescanInterval {
+                    logger.debug("no customer found lately; scanning afresh")
+                    try? await adapter.stopDiscovery()
+                    try? await startDiscovery()
+                    lastFound = .now
+                }
                 try? await Task.sleep(for: .milliseconds(250))
                 continue
             }
             let connected = await connect(device)
             try? await startDiscovery()
+            lastFound = .now
             if !connected { try? await Task.sleep(for: .milliseconds(500)) }
         }
     }
@@ -144,9 +160,9 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             let (peer, outbox) = links.add(link, at: device.path)
             logger.info("customer connected", metadata: ["peer": "\(peer)", "mtu": "\(channel.mtu)"])
             let task = Task { [self] in
-                await serve(peer, over: channel, outbox: outbox)
+                let reason = await serve(peer, over: channel, outbox: outbox)
                 links.remove(peer)
-                logger.info("customer disconnected", metadata: ["peer": "\(peer)"])
+                logger.info("customer disconnected", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
                 try? await adapter.removeDevice(device)
                 customers.withLock { $0[device.path] = nil }
             }
@@ -161,31 +177,39 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         }
     }
 
-    /// Carries fragments both ways until the link closes, the customer disconnects, or the transport stops.
+    /// Carries fragments both ways until the link closes, the customer disconnects, or the transport stops;
+    /// returns why it ended.
     private func serve(_ peer: PeerID, over channel: Channel, outbox: AsyncStream<LinkTable<DBusObjectPath>.Outgoing>)
-        async
+        async -> String
     {
-        await withTaskGroup(of: Void.self) { group in
+        let reason = await withTaskGroup(of: String.self) { group in
             group.addTask {
                 for await outgoing in outbox {
-                    guard case .fragment(let fragment) = outgoing,
-                        (try? await channel.toCustomer.write(fragment, type: .request)) != nil
-                    else { break }
+                    guard case .fragment(let fragment) = outgoing else { return "the link was closed" }
+                    do {
+                        try await channel.toCustomer.write(fragment, type: .request)
+                    } catch {
+                        return "a write failed: \(error)"
+                    }
                 }
+                return "the link was closed"
             }
             group.addTask { [self] in
                 for await fragment in channel.notifications {
                     links.update(peer) { $0.receive(fragment, at: .now, now: clock()) }
                 }
+                return "notifications ended"
             }
             group.addTask {
-                for await connected in channel.states where !connected { return }
+                for await connected in channel.states where !connected { return "the customer disconnected" }
+                return "the transport stopped"
             }
-            if !channel.device.isConnected { group.cancelAll() }
-            await group.next()
+            let first = await group.next() ?? "the transport stopped"
             group.cancelAll()
+            return first
         }
         try? await channel.device.disconnect()
+        return reason
     }
 }
 
@@ -199,8 +223,10 @@ private struct Channel: Sendable {
     let notifications: AsyncStream<[UInt8]>
     let states: AsyncStream<Bool>
 
+    /// Service discovery is left to end by itself (BlueZ gives up after ATT's 30 s): bluetoothd 5.66 can crash when
+    /// a discovery in progress is cancelled by `Disconnect`.
     static func open(_ device: Device) async throws(BlueZError) -> Channel {
-        _ = try await device.connect(attempts: 3, timeout: .seconds(10))
+        _ = try await device.connect(attempts: 3, timeout: .seconds(10), servicesTimeout: .seconds(35))
         let states = device.connectionStates()
         do {
             let info = try await device.characteristic(service: GattLayout.service, characteristic: GattLayout.info)

@@ -36,7 +36,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     private let configuration: Configuration
     private let logger: Logger
     private let clock: @Sendable () -> Timestamp
-    private let links = LinkTable<DBusObjectPath>()
+    private let links: LinkTable<DBusObjectPath>
     private let identity = Mutex(Identity())
     private let capabilities: Mutex<Capabilities>
     private let application = Mutex<GattApplicationHandle?>(nil)
@@ -55,6 +55,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         self.capabilities = Mutex(capabilities)
         self.logger = logger
         self.clock = clock
+        links = LinkTable(logger: logger)
     }
 
     /// Serves the GATT service and advertises until the calling task is cancelled; then stops advertising,

@@ -1,5 +1,6 @@
 import BlepayPayments
 import BlepayProtocol
+import Logging
 import Synchronization
 
 /// One transport's links by peer, and what their actions do: fragments leave in order through the peer's
@@ -26,9 +27,11 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let continuation: AsyncStream<TransportEvent>.Continuation
+    private let logger: Logger
     let events: AsyncStream<TransportEvent>
 
-    init() {
+    init(logger: Logger) {
+        self.logger = logger
         (events, continuation) = AsyncStream.makeStream()
     }
 
@@ -70,7 +73,8 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
                     entry.reported = true
                     continuation.yield(.connected(peer))
                 case .deliver(let message): continuation.yield(.received(peer, message))
-                case .close:
+                case .close(let reason):
+                    logger.info("closing the link", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
                     entry.outbox.yield(.disconnect)
                     entry.outbox.finish()
                 }

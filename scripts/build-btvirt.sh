@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the rig's virtual controller: BlueZ 5.66's btvirt (Debian's source, checksum pinned) with
+# btvirt-same-handle.patch. The packaged btvirt gives a central's second connection handle 43 while the peripheral's
+# end gets 42, then forwards ACL data with the sender's handle, so the second peripheral's ATT traffic lands on the
+# first connection: a business cannot serve two customers at once. The patch gives both ends one handle.
+# Installs /usr/local/libexec/blepay-rig/btvirt; idempotent. Usage: build-btvirt.sh (as root)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+target=/usr/local/libexec/blepay-rig/btvirt
+stamp=$(sha256sum "$here/btvirt-same-handle.patch" | cut -c1-16)
+[[ -x $target && -f $target.$stamp ]] && exit 0
+
+url=http://deb.debian.org/debian/pool/main/b/bluez/bluez_5.66.orig.tar.xz
+sha256=a231fb9d151780edf6d2536c81914e2dbd3daa36b68f486badaf98a7f34021e4
+work=$(mktemp -d /tmp/blepay-btvirt.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+curl -sfL --retry 3 -o "$work/bluez.tar.xz" "$url"
+echo "$sha256  $work/bluez.tar.xz" | sha256sum -c --quiet
+tar -xf "$work/bluez.tar.xz" -C "$work"
+cd "$work/bluez-5.66"
+patch -p1 --quiet < "$here/btvirt-same-handle.patch"
+echo '#define VERSION "5.66"' > config.h
+mkdir -p "$(dirname "$target")"
+gcc -O2 -w -DHAVE_CONFIG_H -I. -Ilib -o "$target" \
+  emulator/{main,serial,server,vhci,btdev,bthost,smp,phy,amp,le}.c \
+  src/shared/{queue,util,crypto,ecc,ringbuf,hci,hci-crypto,io-mainloop,timeout-mainloop,mainloop,mainloop-notify}.c \
+  lib/{bluetooth,hci,sdp,uuid}.c
+rm -f "$target".*
+touch "$target.$stamp"
+echo "build-btvirt: built $target"
