@@ -1,10 +1,9 @@
 import Foundation
 import Testing
 
-/// A real payment between two machines: the ledger and the customer daemon on host a, the business daemon on host
-/// b, joined by the virtual air and a point-to-point IPv6 link only (`scripts/rig-payment.sh`); then a request
-/// each side ends. Checked from what both daemons
-/// signalled, what the ledger's books say, and how the daemons exited.
+/// Real payments between the daemons, checked from what they signalled, what the ledger's books say, and how the
+/// daemons exited: between two machines (`scripts/rig-payment.sh`), and one request broadcast to two customers on
+/// one host, before and after bluetoothd restarts (`scripts/rig-broadcast.sh`).
 @Suite(.serialized, .timeLimit(.minutes(20)))
 struct PaymentRigTests {
     struct Event: Decodable {
@@ -45,6 +44,12 @@ struct PaymentRigTests {
         let balances: [Balance]
     }
 
+    static func kinds(_ events: [Event], _ id: String) -> [String] {
+        events.filter { $0.payment_id == id }.map(\.event)
+    }
+
+    /// The ledger and the customer daemon on host a, the business daemon on host b, joined by the virtual air and a
+    /// point-to-point IPv6 link only: a payment with a tip, then a request each side ends.
     @Test func aPaymentACancellationAndADeclineBetweenTwoHosts() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-payment.sh").path
         let command = "bash \(script) \(Rig.binaryDirectory)"
@@ -54,7 +59,7 @@ struct PaymentRigTests {
         let ids = try (1...3).map { try run.text("pay\($0).id") }
         let customer = try run.lines("a.events.jsonl", as: Event.self)
         let business = try run.lines("b.events.jsonl", as: Event.self)
-        func kinds(_ events: [Event], _ id: String) -> [String] { events.filter { $0.payment_id == id }.map(\.event) }
+        let kinds = Self.kinds
 
         // The payment: shown with what the business asked, accepted with a tip, finished on both sides.
         #expect(kinds(customer, ids[0]) == ["receivedPayment", "finishedPayment"])
@@ -85,6 +90,44 @@ struct PaymentRigTests {
         // SIGTERM ended every process cleanly.
         for process in ["a.customer", "a.ledger", "b.business"] {
             #expect(try run.text("\(process).exit") == "0", "\(process)")
+        }
+    }
+
+    /// One host, three adapters: a business and two customer daemons (instances alice and bob). Each request is
+    /// shown to both; the first acceptance wins, the other customer gets otherPaid and cannot pay it any more. The
+    /// second request comes after bluetoothd restarted under all three daemons.
+    @Test func oneRequestTwoCustomersThenABluetoothdRestart() throws {
+        let script = Rig.packageRoot.appendingPathComponent("scripts/rig-broadcast.sh").path
+        let run = try Rig.run(
+            topology: ["one-host", "--controllers", "3"], commands: ["--", "bash \(script) \(Rig.binaryDirectory)"])
+        #expect(run.status == 0, "rig exited \(run.status); it printed where it kept the logs")
+
+        let first = try run.text("order-1.id")
+        let second = try run.text("order-2.id")
+        let alice = try run.lines("alice.events.jsonl", as: Event.self)
+        let bob = try run.lines("bob.events.jsonl", as: Event.self)
+        let business = try run.lines("business.events.jsonl", as: Event.self)
+
+        #expect(Self.kinds(alice, first) == ["receivedPayment", "finishedPayment"])
+        #expect(Self.kinds(bob, first) == ["receivedPayment", "otherPaid"])
+        #expect(Self.kinds(bob, second) == ["receivedPayment", "finishedPayment"])
+        #expect(Self.kinds(alice, second) == ["receivedPayment", "otherPaid"])
+        for id in [first, second] {
+            #expect(Self.kinds(business, id).filter { $0 == "finished" }.count == 1)
+            #expect(!Self.kinds(business, id).contains("failed"))
+        }
+        // The loser's acceptance is refused (exit 1), not executed.
+        #expect(try run.text("order-1.late.exit") == "1" && run.text("order-2.late.exit") == "1")
+
+        // Each customer paid exactly once, the winner of each request; the merchant got both.
+        func usd(_ name: String) throws -> Int64? { try run.json(name, as: Instrument.self).available["USD"] }
+        #expect(try usd("alice.instruments.json") == 8_800 && usd("bob.instruments.json") == 10_000)
+        #expect(try usd("alice.instruments.after.json") == 8_800 && usd("bob.instruments.after.json") == 9_700)
+        let merchant = try run.json("merchant.after.json", as: Account.self)
+        #expect(merchant.balances.first { $0.currency == "USD" }?.posted == 1_500)
+        #expect(try run.text("audit.txt").contains("the books are sound"))
+        for process in ["business", "alice", "bob", "ledger"] {
+            #expect(try run.text("one.\(process).exit") == "0", "\(process)")
         }
     }
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# One request, two customers: run in the rig's one-host topology with three controllers (rig.sh one-host
+# --controllers 3). The ledger, a business daemon on hci0 and two customer daemons on one host, the customers as
+# instances `alice` (hci1) and `bob` (hci2) with bus names of their own (rig-lib.sh installs and starts them).
+#   blepayctl request 12.00 USD: both customers are shown it; alice accepts; she sees finishedPayment, bob otherPaid,
+#   and bob's late acceptance is refused;
+#   then bluetoothd restarts, every daemon recovers by itself, and a second request is paid by bob (alice: otherPaid).
+# Every daemon's events (blepayctl watch --json) and what the ledger says go to $BLEPAY_RIG_OUT for the test to check.
+# Usage (inside the rig): rig-broadcast.sh BIN_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$1
+out=$BLEPAY_RIG_OUT
+host=$BLEPAY_RIG_HOST
+source "$root/scripts/rig-lib.sh"
+install_blepay "$bin"
+ledger="http://[::1]:8480"
+customers=(alice bob)
+
+start_ledger
+merchant=$(account merchant "Kiosk")
+echo "$merchant" | json '["id"]' | put merchant.id
+configure /etc/blepay/business.toml business "$ledger" "$(echo "$merchant" | json '["enrollmentToken"]')" hci0
+start business business
+adapter=1
+for name in "${customers[@]}"; do
+  token=$(account customer "$name" | json '["enrollmentToken"]')
+  configure "/etc/blepay/customer-$name.toml" customer "$ledger" "$token" "hci$adapter" "$name"
+  start "$name" customer "/etc/blepay/customer-$name.toml"
+  adapter=$((adapter + 1))
+done
+await "blepayctl payments --business" 120 || fail "the business daemon did not start"
+blepayctl watch --business --json > "$out/business.events.jsonl" &
+for name in "${customers[@]}"; do
+  await "blepayctl payments --customer --instance $name" 120 || fail "customer $name did not start"
+  blepayctl watch --customer --instance "$name" --json > "$out/$name.events.jsonl" &
+  fund_card --instance "$name"
+done
+
+# request AMOUNT REFERENCE PAYER OTHER: both customers are shown it, PAYER accepts, OTHER is told another paid.
+request() {
+  local id
+  id=$(blepayctl request "$1" USD --reference "$2")
+  echo "$id" > "$out/$2.id"
+  for name in "${customers[@]}"; do
+    await "seen receivedPayment $id $name" 240 || fail "$name was never shown $2"
+  done
+  blepayctl accept "$id" --instance "$3" > "$out/$2.accept.txt"
+  await "seen finishedPayment $id $3" 120 || fail "$2 did not finish for $3"
+  await "seen otherPaid $id $4" 60 || fail "$4 was not told another customer paid $2"
+  await "seen finished $id business" 60 || fail "$2 did not finish for the business"
+  local rc=0
+  blepayctl accept "$id" --instance "$4" > "$out/$2.late.txt" 2>&1 || rc=$?
+  echo "$rc" > "$out/$2.late.exit"
+}
+
+request 12.00 order-1 alice bob
+for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.json"; done
+
+restart_bluetoothd
+request 3.00 order-2 bob alice
+for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.after.json"; done
+admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.after.json"
+
+for name in business "${customers[@]}"; do stop "$name"; done
+blepay-ledger audit --config /etc/blepay/ledger.toml > "$out/audit.txt" 2>&1 || true
+stop ledger
+log "done"

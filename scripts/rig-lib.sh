@@ -1,0 +1,94 @@
+# Helpers for the scenarios that run blepay's daemons inside the rig (rig-payment.sh, rig-broadcast.sh); sourced.
+# Each host installs blepay with `make install`'s script and starts each daemon with its unit's ExecStart line.
+# Needs $root, $out ($BLEPAY_RIG_OUT) and $host ($BLEPAY_RIG_HOST).
+log() { echo "rig[$host]: $*" >&2; }
+fail() { log "$*"; touch "$out/$host.failed"; exit 1; }
+
+# Waits up to $2 seconds until the command in $1 succeeds; gives up early when another host failed.
+await() {
+  local i
+  for ((i = 0; i < $2 * 5; i++)); do
+    eval "$1" >/dev/null 2>&1 && return 0
+    compgen -G "$out/*.failed" > /dev/null && fail "another host failed"
+    sleep 0.2
+  done
+  return 1
+}
+
+# Writes standard input to $out/$1 whole: another host polls for the file and must never see it half-written.
+put() { cat > "$out/$1.tmp" && mv "$out/$1.tmp" "$out/$1"; }
+
+# Whether the event of `kind` $1 for payment $2 is in the event log $3 (default: this host's).
+seen() { grep -q "\"event\":\"$1\".*\"payment_id\":\"$2\"" "$out/${3:-$host}.events.jsonl"; }
+
+# `make install`, with this build's binaries (the guest's /etc, /usr and /var are its own overlays).
+install_blepay() { bash "$root/scripts/install.sh" "$1" > "$out/$host.install.log" 2>&1 || fail "installing failed"; }
+
+unit_exec() { sed -n 's/^ExecStart=//p' "$root/systemd/blepay-$1.service"; }
+
+# start NAME UNIT [CONFIG]: starts the daemon as unit UNIT would (reading CONFIG instead of the unit's file, for a
+# second daemon of a role), logging (at debug level unless BLEPAY_LOG_LEVEL says otherwise) into the output directory.
+start() {
+  local name=$1 unit=$2 command
+  command=$(unit_exec "$unit")
+  [[ -n ${3:-} ]] && command=${command/\/etc\/blepay\/$unit.toml/$3}
+  log "starting $command"
+  BLEPAY_LOG_LEVEL=${BLEPAY_LOG_LEVEL:-debug} $command > "$out/$host.$name.log" 2>&1 &
+  echo $! > "/run/blepay-$name.pid"
+}
+
+# Stops daemon NAME with SIGTERM, as systemd would, and records how it exited.
+stop() {
+  local pid rc=0
+  pid=$(cat "/run/blepay-$1.pid")
+  kill -TERM "$pid"
+  wait "$pid" || rc=$?
+  echo "$rc" > "$out/$host.$1.exit"
+}
+
+# configure FILE ROLE URL TOKEN [ADAPTER] [INSTANCE]: a daemon's configuration with the ledger at URL and its key,
+# and its enrollment token; an instance gets a state directory of its own.
+configure() {
+  local file=$1 role=$2 url=$3 token=$4 adapter=${5:-hci0} instance=${6:-}
+  local state=/var/lib/blepay-$role${instance:+-$instance}
+  printf '[bluetooth]\nadapter = "%s"\n[ledger]\nurl = "%s"\npublic_key = "%s"\n[device]\nstate_directory = "%s"\n' \
+    "$adapter" "$url" "$(cat "$out/ledger.key")" "$state" > "$file"
+  [[ -n $instance ]] && printf '[control]\ninstance = "%s"\n' "$instance" >> "$file"
+  mkdir -p "$state"
+  (umask 077; printf '%s' "$token" > "$state/enrollment.token")
+}
+
+# Starts the ledger on all addresses and publishes its key as $out/ledger.key.
+start_ledger() {
+  printf '[server]\nhost = "::"\nport = 8480\n' > /etc/blepay/ledger.toml
+  start ledger ledger
+  await "curl -sf http://[::1]:8480/v1/ledger-key" 60 || fail "the ledger did not start"
+  curl -sf http://[::1]:8480/v1/ledger-key | json '["publicKey"]' | put ledger.key
+}
+
+admin() {  # METHOD PATH [JSON]
+  curl -sf -X "$1" -H "Authorization: Bearer $(cat /var/lib/blepay-ledger/admin.token)" \
+    -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
+    ${3:+-d "$3"} "http://[::1]:8480$2"
+}
+json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+# An account of kind $1 named $2 at the ledger: prints its JSON.
+account() { admin POST /v1/accounts "{\"kind\":\"$1\",\"name\":\"$2\"}"; }
+
+# fund_card [BLEPAYCTL OPTIONS]: adds a card through the customer daemon and deposits 100.00 USD on it.
+fund_card() {
+  local card
+  card=$(printf '4242424242424242\n123\n' | blepayctl add-card "$@" --expiry "12/$(( $(date +%Y) + 3 ))")
+  admin POST "/v1/instruments/$card/deposits" '{"amount":10000,"currency":"USD"}' > /dev/null
+}
+
+# Restarts this host's bluetoothd, as a crash and systemd's restart would; its debug log goes to the output.
+restart_bluetoothd() {
+  log "restarting bluetoothd"
+  pkill -x bluetoothd
+  await "! pgrep -x bluetoothd" 30 || fail "bluetoothd did not stop"
+  /usr/libexec/bluetooth/bluetoothd -n -d > "$out/$host.bluetoothd-restarted.log" 2>&1 &
+  await "dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects" 30 \
+    || fail "bluetoothd did not come back"
+}
