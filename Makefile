@@ -9,7 +9,7 @@ TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: all deps build test unit-test contract rig-test fuzz bench install clean
+.PHONY: all deps build test unit-test contract rig-test fuzz bench demo install clean
 
 all: build
 
@@ -39,6 +39,13 @@ unit-test: build
 # The ledger's HTTP API against docs/ledger-openapi.yaml (schemathesis), then its audit.
 contract: build
 	bash scripts/contract.sh $(BIN_PATH)/blepay-ledger
+
+# Real payments between the daemons in the virtual BLE rig, each side's events printed as they happen (needs root).
+demo: deps
+	$(SWIFT) build --product blepayd
+	$(SWIFT) build --product blepayctl
+	$(SWIFT) build --product blepay-ledger
+	bash scripts/demo.sh $(BIN_PATH)
 
 # Only the real-BlueZ tier.
 rig-test: deps build

@@ -61,6 +61,8 @@ struct EventLine: OutputLine {
     let kind: String
     let paymentID: String
     let details: [String: DBusValue]
+    /// When `watch` received it.
+    let time = Date()
 
     init(role: DaemonConfiguration.Role, _ message: DBusMessage) throws {
         self.role = role
@@ -71,7 +73,10 @@ struct EventLine: OutputLine {
     }
 
     var json: [String: Any] {
-        ["daemon": role.rawValue, "event": kind, "payment_id": paymentID, "details": jsonDetails(details)]
+        [
+            "daemon": role.rawValue, "event": kind, "payment_id": paymentID, "details": jsonDetails(details),
+            "time": time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+        ]
     }
     var text: String { "\(role.rawValue)  \(kind)  \(paymentID.isEmpty ? "-" : paymentID)  \(describe(details))" }
 }
