@@ -4,6 +4,7 @@ BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200
 LEDGER_BENCH_PAYMENTS ?= 8000
+DAEMON_BENCH_PAYMENTS ?= 50
 FUZZ_SECONDS ?= 60
 TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
@@ -58,12 +59,17 @@ fuzz:
 # The Benchmarks package (codec against JSON, a payment's air use, payment sessions); the ledger's durable
 # payments/s and latency over HTTP on SQLite and on PostgreSQL (two processes) beside the disk's raw SQLite
 # transactions/s; then in the one-host topology: discovery, connection and GATT round-trip timings, and the
-# peripheral's peak RSS.
+# peripheral's peak RSS; and the daemons with six adapters: discovery to the first request, request and accept
+# latency over DAEMON_BENCH_PAYMENTS payments, one request to five customers, idle CPU and peak RSS.
 bench: deps
 	bash scripts/bench-swift.sh
 	bash scripts/bench-ledger.sh $(LEDGER_BENCH_PAYMENTS)
 	$(SWIFT) build -c release --product blepay-loopback
 	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
+	$(SWIFT) build -c release --product blepayd
+	$(SWIFT) build -c release --product blepayctl
+	$(SWIFT) build -c release --product blepay-ledger
+	bash scripts/bench-daemons.sh $(shell $(SWIFT) build -c release --show-bin-path) $(DAEMON_BENCH_PAYMENTS)
 
 # Release binaries, systemd units, sysusers, the D-Bus policy, sample configuration (kept if present), completions and
 # docs; DESTDIR=/some/dir installs below it without touching the running system.

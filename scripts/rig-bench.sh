@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The daemons' timings and footprint, in the rig's one-host topology with six controllers (rig.sh one-host
+# --controllers 6): the ledger, a business on hci0 and five customers (instances c1..c5 on hci1..hci5).
+#   discovery: c1 restarts while a request is open; from its start to the request shown (BlueZ registration,
+#     advertising, discovery, connection, handshake and the request's delivery);
+#   PAYMENTS payments with c1 on its open connection: request -> receivedPayment and accept -> finishedPayment
+#     (each from the moment blepayctl is started, so the CLI's own start is included);
+#   broadcast: c2..c5 join; one request shown to all five, c1 accepts, the other four get otherPaid;
+#   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run.
+# Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$1
+payments=${2:-50}
+out=$BLEPAY_RIG_OUT
+host=$BLEPAY_RIG_HOST
+export BLEPAY_LOG_LEVEL=info
+source "$root/scripts/rig-lib.sh"
+install_blepay "$bin"
+ledger="http://[::1]:8480"
+customers=(c1 c2 c3 c4 c5)
+
+start_ledger
+configure /etc/blepay/business.toml business "$ledger" "$(account merchant Bench | json '["enrollmentToken"]')" hci0
+start business business
+for i in 1 2 3 4 5; do
+  configure "/etc/blepay/customer-c$i.toml" customer "$ledger" "$(account customer "c$i" | json '["enrollmentToken"]')" \
+    "hci$i" "c$i"
+done
+await "blepayctl payments --business" 120 || fail "the business daemon did not start"
+blepayctl watch --business --json > "$out/business.events.jsonl" &
+
+# Starts customer $1 and waits for its control API; `first` also enrolls it and funds a card.
+customer() {
+  start "$1" customer "/etc/blepay/customer-$1.toml"
+  await "blepayctl payments --customer --instance $1" 120 || fail "customer $1 did not start"
+}
+for name in "${customers[@]}"; do
+  blepayctl watch --customer --instance "$name" --json > "$out/$name.events.jsonl" &
+done
+customer c1
+fund_card --instance c1
+stop c1
+
+now() { date +%s.%N; }
+# when NAME KIND ID: the time (its own stamp) NAME's watch saw event KIND for payment ID; waits up to 240 s.
+when() {
+  python3 - "$out/$1.events.jsonl" "$2" "$3" <<'PY' || fail "$1 never saw $2 for $3"
+import json, sys, time
+from datetime import datetime
+path, kind, payment = sys.argv[1:]
+deadline = time.time() + 240
+while time.time() < deadline:
+    for line in open(path):
+        e = json.loads(line)
+        if e["event"] == kind and e["payment_id"] == payment:
+            print(datetime.fromisoformat(e["time"]).timestamp())
+            sys.exit(0)
+    time.sleep(0.01)
+sys.exit(1)
+PY
+}
+since() { python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$1" "$2"; }
+record() { echo "$1 $2" >> "$out/bench.samples"; }
+
+# Discovery: a request is open when c1 starts again.
+id=$(blepayctl request 1.00 USD --reference discovery)
+started=$(now)
+customer c1
+record discovery "$(since "$(when c1 receivedPayment "$id")" "$started")"
+blepayctl cancel "$id" > /dev/null
+
+for ((i = 0; i < payments; i++)); do
+  asked=$(now)
+  id=$(blepayctl request 1.00 USD --reference "bench-$i")
+  record shown "$(since "$(when c1 receivedPayment "$id")" "$asked")"
+  accepted=$(now)
+  blepayctl accept "$id" --instance c1 > /dev/null
+  record finished "$(since "$(when c1 finishedPayment "$id")" "$accepted")"
+  when business finished "$id" > /dev/null
+done
+
+for name in "${customers[@]:1}"; do
+  customer "$name"
+  fund_card --instance "$name"
+done
+asked=$(now)
+id=$(blepayctl request 2.00 USD --reference broadcast)
+last=0
+for name in "${customers[@]}"; do
+  t=$(when "$name" receivedPayment "$id")
+  last=$(python3 -c "import sys; print(max(map(float, sys.argv[1:])))" "$last" "$t")
+done
+record broadcast_shown "$(since "$last" "$asked")"
+accepted=$(now)
+blepayctl accept "$id" --instance c1 > /dev/null
+last=0
+for name in "${customers[@]:1}"; do
+  t=$(when "$name" otherPaid "$id")
+  last=$(python3 -c "import sys; print(max(map(float, sys.argv[1:])))" "$last" "$t")
+  record other_paid 1
+done
+record broadcast_other_paid "$(since "$last" "$accepted")"
+
+# Idle: CPU over 30 s without payments; peak RSS over the whole run.
+cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "/run/blepay-$1.pid")/stat"; }
+daemons=(business c1 ledger)
+declare -A before
+for d in "${daemons[@]}"; do before[$d]=$(cpu "$d"); done
+sleep 30
+ticks=$(getconf CLK_TCK)
+for d in "${daemons[@]}"; do
+  record "idle_cpu_percent.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / $ticks / 30 * 100)" "$(cpu "$d")" "${before[$d]}")"
+  record "peak_rss_mb.$d" "$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
+done
+
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+samples = {}
+for line in open(f"{out}/bench.samples"):
+    name, value = line.split()
+    samples.setdefault(name, []).append(float(value))
+def pct(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+result = {
+    "discovery_to_first_request_s": samples["discovery"][0],
+    "payments": len(samples["shown"]),
+    "request_to_received_ms": {"p50": pct(samples["shown"], 50) * 1000, "p95": pct(samples["shown"], 95) * 1000},
+    "accept_to_finished_ms": {"p50": pct(samples["finished"], 50) * 1000, "p95": pct(samples["finished"], 95) * 1000},
+    "broadcast": {"customers": 5, "other_paid": len(samples["other_paid"]),
+                  "request_to_all_shown_s": samples["broadcast_shown"][0],
+                  "accept_to_last_other_paid_s": samples["broadcast_other_paid"][0]},
+    "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
+    "peak_rss_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("peak_rss_mb.")},
+}
+json.dump(result, open(f"{out}/daemons-bench.json", "w"), indent=2)
+PY
+for name in business "${customers[@]}"; do stop "$name"; done
+stop ledger
+log "done"
