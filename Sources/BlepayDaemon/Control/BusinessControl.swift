@@ -14,25 +14,9 @@ public enum BusinessControl {
         logger: Logger, ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let handle = try await connection.export(ControlAPI.businessPath, interfaces: [interface(service)])
-        do {
-            try await connection.requestName(name)
-        } catch {
-            await handle.unexport()
-            throw error
-        }
-        ready()
-        logger.info("control API ready", metadata: ["name": "\(name)"])
-        for await event in service.events {
-            do {
-                try handle.emitSignal(
-                    interface: ControlAPI.businessInterface, member: ControlAPI.eventSignal,
-                    arguments: ControlAPI.signal(event))
-            } catch {
-                logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
-            }
-        }
-        try? await connection.releaseName(name)
-        await handle.unexport()
+        try await ControlAPI.serve(
+            handle, as: name, on: connection, interface: ControlAPI.businessInterface, events: service.events,
+            signal: ControlAPI.signal, logger: logger, ready: ready)
     }
 
     private static func interface(_ service: BusinessService) -> DBusInterface {

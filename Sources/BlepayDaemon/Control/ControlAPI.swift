@@ -3,6 +3,7 @@ import BlepayPayments
 import BlepayProtocol
 import DBusKit
 import Foundation
+import Logging
 
 /// The daemons' control API on the system bus (`docs/control-api.md`): names, paths, and how payments, events and
 /// errors are spelled in D-Bus values. Interfaces are versioned like BlueZ's: a breaking change is a new `…2`.
@@ -18,6 +19,31 @@ public enum ControlAPI {
     public static func busName(_ role: DaemonConfiguration.Role, instance: String? = nil) -> String {
         let base = role == .customer ? customerBusName : businessBusName
         return instance.map { "\(base).\($0)" } ?? base
+    }
+
+    /// Owns `name` for the exported object, calls `ready`, and relays each event as a `PaymentEvent` signal on
+    /// `interface` until the events end or the calling task is cancelled; then releases the name and unexports.
+    static func serve<Event: Sendable>(
+        _ handle: DBusObjectHandle, as name: String, on connection: DBusConnection, interface: String,
+        events: AsyncStream<Event>, signal: (Event) -> [DBusValue], logger: Logger, ready: @Sendable () -> Void
+    ) async throws(DBusError) {
+        do {
+            try await connection.requestName(name)
+        } catch {
+            await handle.unexport()
+            throw error
+        }
+        ready()
+        logger.info("control API ready", metadata: ["name": "\(name)"])
+        for await event in events {
+            do {
+                try handle.emitSignal(interface: interface, member: eventSignal, arguments: signal(event))
+            } catch {
+                logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
+            }
+        }
+        try? await connection.releaseName(name)
+        await handle.unexport()
     }
 
     /// `PaymentEvent(s kind, s payment_id, a{sv} details)`.

@@ -52,25 +52,9 @@ public enum CustomerControl {
         let handle = try await connection.export(
             ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving)])
         receiving.handle = handle
-        do {
-            try await connection.requestName(name)
-        } catch {
-            await handle.unexport()
-            throw error
-        }
-        ready()
-        logger.info("control API ready", metadata: ["name": "\(name)"])
-        for await event in service.events {
-            do {
-                try handle.emitSignal(
-                    interface: ControlAPI.customerInterface, member: ControlAPI.eventSignal,
-                    arguments: ControlAPI.signal(event))
-            } catch {
-                logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
-            }
-        }
-        try? await connection.releaseName(name)
-        await handle.unexport()
+        try await ControlAPI.serve(
+            handle, as: name, on: connection, interface: ControlAPI.customerInterface, events: service.events,
+            signal: ControlAPI.signal, logger: logger, ready: ready)
     }
 
     /// Keeps the `Receiving` property in step with the service.
