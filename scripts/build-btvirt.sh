@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds the rig's virtual controller: BlueZ 5.66's btvirt (Debian's source, checksum pinned) with
-# btvirt-same-handle.patch. The packaged btvirt gives a central's second connection handle 43 while the peripheral's
-# end gets 42, then forwards ACL data with the sender's handle, so the second peripheral's ATT traffic lands on the
-# first connection: a business cannot serve two customers at once. The patch gives both ends one handle.
+# Builds the rig's virtual controller: BlueZ 5.66's btvirt (Debian's source, checksum pinned) with btvirt.patch.
+# The packaged btvirt gives a central's second connection a handle of its own on each end, so a business cannot
+# serve two customers at once; and its server loses its place in the H4 stream when a read from a bridged
+# controller ends inside a packet header, after which host b's controller answers nothing. The patch fixes both.
 # Installs /usr/local/libexec/blepay-rig/btvirt; idempotent. Usage: build-btvirt.sh (as root)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 target=/usr/local/libexec/blepay-rig/btvirt
-stamp=$(sha256sum "$here/btvirt-same-handle.patch" | cut -c1-16)
+stamp=$(sha256sum "$here/btvirt.patch" | cut -c1-16)
 [[ -x $target && -f $target.$stamp ]] && exit 0
 
 url=http://deb.debian.org/debian/pool/main/b/bluez/bluez_5.66.orig.tar.xz
@@ -18,7 +18,7 @@ curl -sfL --retry 3 -o "$work/bluez.tar.xz" "$url"
 echo "$sha256  $work/bluez.tar.xz" | sha256sum -c --quiet
 tar -xf "$work/bluez.tar.xz" -C "$work"
 cd "$work/bluez-5.66"
-patch -p1 --quiet < "$here/btvirt-same-handle.patch"
+patch -p1 --quiet < "$here/btvirt.patch"
 echo '#define VERSION "5.66"' > config.h
 mkdir -p "$(dirname "$target")"
 gcc -O2 -w -DHAVE_CONFIG_H -I. -Ilib -o "$target" \

@@ -76,10 +76,10 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                     case .restarted:
                         logger.info("bluetoothd is back; scanning again")
                         try? await adapter.setPowered(true)
-                        try? await startDiscovery()
+                        await resumeDiscovery()
                     case .changed(adapter.path, _, let values) where values["Powered"] == .boolean(true):
                         logger.info("the adapter is powered again; scanning again")
-                        try? await startDiscovery()
+                        await resumeDiscovery()
                     default: break
                     }
                 }
@@ -107,10 +107,20 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     private func startDiscovery() async throws(BlueZError) {
         try await adapter.setDiscoveryFilter(DiscoveryFilter())
-        do {
-            try await adapter.startDiscovery()
-        } catch where error.code == .inProgress {}
+        try await adapter.startDiscovery()
     }
+
+    /// Starts discovery again after a connection, a rescan or a recovery; a failure is logged, and the next rescan
+    /// tries again.
+    private func resumeDiscovery() async {
+        do {
+            try await startDiscovery()
+        } catch {
+            logger.warning("discovery did not start", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private var hasRoom: Bool { customers.withLock { $0.count } < configuration.maximumConnections }
 
     /// Connects to one customer at a time: connecting stops discovery, which resumes once the customer is
     /// served or has failed. While there is room for another customer and none has been found for
@@ -120,18 +130,17 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         var lastFound = ContinuousClock.now
         while !Task.isCancelled {
             guard let device = nextCustomer() else {
-                let room = customers.withLock { $0.count } < configuration.maximumConnections
-                if room, ContinuousClock.now - lastFound > configuration.rescanInterval {
+                if hasRoom, ContinuousClock.now - lastFound > configuration.rescanInterval {
                     logger.debug("no customer found lately; scanning afresh")
                     try? await adapter.stopDiscovery()
-                    try? await startDiscovery()
+                    await resumeDiscovery()
                     lastFound = .now
                 }
                 try? await Task.sleep(for: .milliseconds(250))
                 continue
             }
             let connected = await connect(device)
-            try? await startDiscovery()
+            await resumeDiscovery()
             lastFound = .now
             if !connected { try? await Task.sleep(for: .milliseconds(500)) }
         }
@@ -139,8 +148,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     /// A device advertising blepay's service data that is not being served, if there is room for one more.
     private func nextCustomer() -> Device? {
+        guard hasRoom else { return nil }
         let busy = customers.withLock { Set($0.keys) }
-        guard busy.count < configuration.maximumConnections else { return nil }
         return adapter.devices.lazy.filter { !busy.contains($0.path) }.first { device in
                 guard let data = device.serviceData[GattLayout.service],
                     let advertised = try? AdvertisementData(encoded: data)

@@ -25,8 +25,24 @@ public struct Adapter: Sendable, Hashable {
         _ = try await session.call(path, BlueZ.adapterInterface, "SetDiscoveryFilter", [filter.dbusValue])
     }
 
-    public func startDiscovery() async throws(BlueZError) {
-        _ = try await session.call(path, BlueZ.adapterInterface, "StartDiscovery")
+    public var isDiscovering: Bool { session.property(path, BlueZ.adapterInterface, "Discovering") ?? false }
+
+    /// Starts discovery for this client, or confirms that it runs. BlueZ 5.66 answers `InProgress` both when this
+    /// client already discovers and when the controller failed to start scanning (a timed-out HCI command), so
+    /// `InProgress` counts only if the adapter reports `Discovering` within `timeout`; otherwise this throws
+    /// `.failed`, and the caller knows it is not scanning.
+    public func startDiscovery(timeout: Duration = .seconds(3)) async throws(BlueZError) {
+        do {
+            _ = try await session.call(path, BlueZ.adapterInterface, "StartDiscovery")
+        } catch where error.code == .inProgress {
+            do {
+                _ = try await session.wait("discovery on \(name)", timeout: timeout) { [self] _ -> Bool? in
+                    isDiscovering ? true : nil
+                }
+            } catch where error.code == .timeout {
+                throw BlueZError(.failed, "bluetoothd answered InProgress but \(name) is not discovering")
+            }
+        }
     }
 
     /// Stops discovery; stopping when this client is not discovering is not an error.

@@ -51,6 +51,25 @@ import Testing
         #expect(f.bluetoothd.calls("StopDiscovery").count == 3)
     }
 
+    /// BlueZ answers InProgress to a second start, and also when the controller failed to start scanning: only
+    /// the first counts as discovering.
+    @Test func inProgressIsDiscoveringOnlyIfTheAdapterSaysSo() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let adapter = try f.session.adapter(named: "hci0")
+        try await adapter.setPowered(true)
+        f.bluetoothd.answerInProgress(adapter.path, "StartDiscovery", times: 1)
+        let refused = await bluezError { () throws(BlueZError) in
+            try await adapter.startDiscovery(timeout: .milliseconds(300))
+        }
+        #expect(refused?.code == .failed && !adapter.isDiscovering)
+
+        try await adapter.startDiscovery()
+        try await adapter.startDiscovery()  // InProgress from bluetoothd: already discovering
+        #expect(adapter.isDiscovering)
+        #expect(f.bluetoothd.calls("StartDiscovery").count == 3)
+    }
+
     @Test func discoveredDevicesAreThoseOfThisAdapterThatMatchEachOnce() async throws {
         let f = try await BlueZFixture.make { bluetoothd in
             try await bluetoothd.addDevice("hci0", "00:00:00:00:00:01", uuids: [payService.uppercased()])

@@ -201,7 +201,9 @@ final class FakeBluetoothd: Sendable {
                 method("SetDiscoveryFilter", input: "a{sv}"),
                 method("StartDiscovery") { [weak self] _ in
                     try self?.requirePowered(path)
-                    self?.state.withLock { _ = $0.discovering.insert(path) }
+                    guard self?.state.withLock({ $0.discovering.insert(path).inserted }) == true else {
+                        throw DBusError.reply(name: "org.bluez.Error.InProgress", "Operation already in progress")
+                    }
                     try await self?.set(path, "org.bluez.Adapter1", "Discovering", .boolean(true))
                     return []
                 },
