@@ -4,7 +4,8 @@
 # instances `alice` (hci1) and `bob` (hci2) with bus names of their own (rig-lib.sh installs and starts them).
 #   blepayctl request 12.00 USD: both customers are shown it; alice accepts; she sees finishedPayment, bob otherPaid,
 #   and bob's late acceptance is refused;
-#   then bluetoothd restarts, every daemon recovers by itself, and a second request is paid by bob (alice: otherPaid).
+#   then bluetoothd restarts, every daemon recovers by itself, and a second request is paid by bob (alice: otherPaid);
+#   then the business's and alice's adapters are powered off and on, and a third request is paid by alice again.
 # Every daemon's events (blepayctl watch --json) and what the ledger says go to $BLEPAY_RIG_OUT for the test to check.
 # Usage (inside the rig): rig-broadcast.sh BIN_DIR
 set -euo pipefail
@@ -60,6 +61,11 @@ for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --jso
 restart_bluetoothd
 request 3.00 order-2 bob alice
 for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.after.json"; done
+
+power_cycle hci0
+power_cycle hci1
+request 2.00 order-3 alice bob
+for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.last.json"; done
 admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.after.json"
 
 for name in business "${customers[@]}"; do stop "$name"; done

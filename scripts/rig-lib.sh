@@ -92,3 +92,14 @@ restart_bluetoothd() {
   await "dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects" 30 \
     || fail "bluetoothd did not come back"
 }
+
+# Powers adapter NAME (hciN) off and on again through BlueZ, as a user toggling Bluetooth would.
+power_cycle() {
+  local state
+  log "powering $1 off and on"
+  for state in false true; do
+    dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.freedesktop.DBus.Properties.Set \
+      string:org.bluez.Adapter1 string:Powered "variant:boolean:$state" > /dev/null || fail "powering $1 $state failed"
+    sleep 2
+  done
+}

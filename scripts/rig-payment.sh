@@ -3,7 +3,7 @@
 # only the BLE air and a point-to-point IPv6 link). Host a runs the ledger and the customer daemon, host b the
 # business daemon (rig-lib.sh).
 #   b: blepayctl request 25.50 USD --reference order-123    a: blepayctl accept <id> --tip 1.00
-#   then a request the business cancels, and one the customer declines.
+#   then a request the business cancels, and, after b's bluetoothd restarted, one the customer declines.
 # Both hosts record their daemon's events (blepayctl watch --json) and what the ledger says into $BLEPAY_RIG_OUT,
 # for the test to check. Usage (inside the rig): rig-payment.sh BIN_DIR
 set -euo pipefail
@@ -74,6 +74,7 @@ b)
   blepayctl cancel "$id"
   await "seen cancelled $id" 60 || fail "the second request was not cancelled"
 
+  restart_bluetoothd
   id=$(blepayctl request 7.00 USD --reference order-125)
   echo "$id" | put pay3.id
   await "seen declined $id" 120 || fail "the third request was not declined"
