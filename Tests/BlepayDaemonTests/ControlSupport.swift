@@ -39,12 +39,14 @@ final class ControlFixture: Sendable {
     let bus: TestBus
     let client: DBusConnection
     let network = InMemoryNetwork()
-    let ledger = InMemoryLedger()
+    let ledger: InMemoryLedger
     let customer: CustomerService
     let business: BusinessService
     private let tasks: [Task<Void, Never>]
 
-    init() async throws {
+    /// `ledgerLatency`: how long each execution takes.
+    init(ledgerLatency: Duration = .zero) async throws {
+        ledger = InMemoryLedger(latency: ledgerLatency)
         bus = try TestBus()
         client = try await bus.connect()
         let (network, signatures) = (network, DeviceSignatures())

@@ -76,15 +76,14 @@ public actor BusinessService {
     }
 
     /// The daemon is stopping: open requests are cancelled (their customers are told), payments being executed
-    /// are waited for up to `limit` so that they end with their result, and then `events` ends.
+    /// are waited for up to `limit` so that they end with their result; once each has ended with its event,
+    /// `events` ends.
     public func shutdown(waitingAtMost limit: Duration = .seconds(15)) async {
         for entry in payments.all where entry.status == .open {
             try? await driver.cancelPayment(entry.request.paymentID)
         }
         let deadline = ContinuousClock.now + limit
-        while payments.all.contains(where: { $0.status == .accepted }), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(100))
-        }
+        while payments.hasUnended, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(100)) }
         continuation.finish()
     }
 

@@ -77,8 +77,15 @@ public actor CustomerService {
         logger.info("stopped receiving payments")
     }
 
-    /// Stops receiving and ends `events` once the last event is out: the daemon is stopping.
-    public func shutdown() async {
+    /// The daemon is stopping: payments still shown are declined (their business is told), accepted ones are waited
+    /// for up to `limit` so that they end with their result; once each has ended with its event, receiving stops and
+    /// `events` ends.
+    public func shutdown(waitingAtMost limit: Duration = .seconds(15)) async {
+        for entry in payments.all where entry.status == .open {
+            try? await cancel(entry.request.paymentID)
+        }
+        let deadline = ContinuousClock.now + limit
+        while payments.hasUnended, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(100)) }
         await stopReceiving()
         continuation.finish()
     }

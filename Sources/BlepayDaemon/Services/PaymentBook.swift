@@ -48,6 +48,9 @@ public struct PaymentBook: Sendable {
 
     public func entry(_ id: PaymentID) -> Entry? { entries[id] }
 
+    /// Whether a payment is still open or accepted: a stopping daemon waits until each has ended with its event.
+    var hasUnended: Bool { entries.values.contains { !$0.status.isFinal } }
+
     /// Newest first.
     public var all: [Entry] { order.reversed().compactMap { entries[$0] } }
 

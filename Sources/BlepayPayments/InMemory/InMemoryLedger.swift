@@ -14,8 +14,11 @@ public final class InMemoryLedger: PaymentLedger {
 
     private let state = Mutex<(executed: [PaymentID: Receipt], cancelled: Set<PaymentID>, executions: Int)>(([:], [], 0))
     private let behaviour: @Sendable (PaymentAcceptance) -> Behaviour
+    private let latency: Duration
 
-    public init(behaviour: @escaping @Sendable (PaymentAcceptance) -> Behaviour = { _ in .execute }) {
+    /// `latency`: how long each execution takes, as a remote ledger's round trip would.
+    public init(latency: Duration = .zero, behaviour: @escaping @Sendable (PaymentAcceptance) -> Behaviour = { _ in .execute }) {
+        self.latency = latency
         self.behaviour = behaviour
     }
 
@@ -25,6 +28,7 @@ public final class InMemoryLedger: PaymentLedger {
     public var cancelled: Set<PaymentID> { state.withLock { $0.cancelled } }
 
     public func execute(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> LedgerOutcome {
+        if latency > .zero { try? await Task.sleep(for: latency) }
         let id = request.paymentID
         let behaviour = behaviour(acceptance)
         return state.withLock { state in
