@@ -22,7 +22,7 @@ customers=(c1 c2 c3 c4 c5)
 
 start_ledger
 configure /etc/blepay/business.toml business "$ledger" "$(account merchant Bench | json '["enrollmentToken"]')" hci0
-start business business
+start business business "$(ready_check org.blepay.Business hci0 Discovering)"
 for i in 1 2 3 4 5; do
   configure "/etc/blepay/customer-c$i.toml" customer "$ledger" "$(account customer "c$i" | json '["enrollmentToken"]')" \
     "hci$i" "c$i"
@@ -32,7 +32,7 @@ blepayctl watch --business --json > "$out/business.events.jsonl" &
 
 # Starts customer $1 and waits for its control API; `first` also enrolls it and funds a card.
 customer() {
-  start "$1" customer "/etc/blepay/customer-$1.toml"
+  start "$1" customer "$(ready_check "org.blepay.Customer.$1" "hci${1#c}" ActiveInstances)" "/etc/blepay/customer-$1.toml"
   await "blepayctl payments --customer --instance $1" 120 || fail "customer $1 did not start"
 }
 for name in "${customers[@]}"; do

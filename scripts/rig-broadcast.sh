@@ -5,7 +5,8 @@
 #   blepayctl request 12.00 USD: both customers are shown it; alice accepts; she sees finishedPayment, bob otherPaid,
 #   and bob's late acceptance is refused;
 #   then bluetoothd restarts, every daemon recovers by itself, and a second request is paid by bob (alice: otherPaid);
-#   then the business's and alice's adapters are powered off and on, and a third request is paid by alice again.
+#   then the business's and alice's adapters are powered off and on, and a third request is paid by alice again;
+#   then a fourth request is open when alice's daemon and then the business's are stopped (SIGTERM).
 # Every daemon's events (blepayctl watch --json) and what the ledger says go to $BLEPAY_RIG_OUT for the test to check.
 # Usage (inside the rig): rig-broadcast.sh BIN_DIR
 set -euo pipefail
@@ -22,12 +23,13 @@ start_ledger
 merchant=$(account merchant "Kiosk")
 echo "$merchant" | json '["id"]' | put merchant.id
 configure /etc/blepay/business.toml business "$ledger" "$(echo "$merchant" | json '["enrollmentToken"]')" hci0
-start business business
+start business business "$(ready_check org.blepay.Business hci0 Discovering)"
 adapter=1
 for name in "${customers[@]}"; do
   token=$(account customer "$name" | json '["enrollmentToken"]')
   configure "/etc/blepay/customer-$name.toml" customer "$ledger" "$token" "hci$adapter" "$name"
-  start "$name" customer "/etc/blepay/customer-$name.toml"
+  start "$name" customer "$(ready_check "org.blepay.Customer.$name" "hci$adapter" ActiveInstances)" \
+    "/etc/blepay/customer-$name.toml"
   adapter=$((adapter + 1))
 done
 await "blepayctl payments --business" 120 || fail "the business daemon did not start"
@@ -65,10 +67,20 @@ for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --jso
 power_cycle hci0
 power_cycle hci1
 request 2.00 order-3 alice bob
-for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.last.json"; done
-admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.after.json"
+blepayctl instruments --instance alice --json > "$out/alice.instruments.last.json"
 
-for name in business "${customers[@]}"; do stop "$name"; done
+# SIGTERM with a request open: alice's daemon declines it as it stops (the business hears it), then the business's
+# cancels it as it stops (bob hears it). Nothing is charged.
+id=$(blepayctl request 1.00 USD --reference order-4)
+echo "$id" > "$out/order-4.id"
+for name in "${customers[@]}"; do await "seen receivedPayment $id $name" 240 || fail "$name was never shown order-4"; done
+stop alice
+await "seen declined $id business" 60 || fail "the business did not hear alice decline order-4 as she stopped"
+stop business
+await "seen cancelled $id bob" 60 || fail "bob was not told order-4 was cancelled as the business stopped"
+blepayctl instruments --instance bob --json > "$out/bob.instruments.last.json"
+stop bob
+admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.after.json"
 blepay-ledger audit --config /etc/blepay/ledger.toml > "$out/audit.txt" 2>&1 || true
 stop ledger
 log "done"

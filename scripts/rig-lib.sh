@@ -26,15 +26,44 @@ install_blepay() { bash "$root/scripts/install.sh" "$1" > "$out/$host.install.lo
 
 unit_exec() { sed -n 's/^ExecStart=//p' "$root/systemd/blepay-$1.service"; }
 
-# start NAME UNIT [CONFIG]: starts the daemon as unit UNIT would (reading CONFIG instead of the unit's file, for a
-# second daemon of a role), logging (at debug level unless BLEPAY_LOG_LEVEL says otherwise) into the output directory.
+# start NAME UNIT CHECK [CONFIG]: starts the daemon as unit UNIT would (reading CONFIG instead of the unit's file,
+# for a second daemon of a role), logging (at debug level unless BLEPAY_LOG_LEVEL says otherwise) into the output
+# directory. Like systemd for a Type=notify unit, it hands the daemon a notify socket and the unit's watchdog
+# interval; notify-listener.py records what the daemon says there, and runs the shell command CHECK when it says
+# READY=1 (ready_check builds one).
 start() {
-  local name=$1 unit=$2 command
+  local name=$1 unit=$2 check=$3 command watchdog socket=/run/blepay-$1.notify
   command=$(unit_exec "$unit")
-  [[ -n ${3:-} ]] && command=${command/\/etc\/blepay\/$unit.toml/$3}
+  [[ -n ${4:-} ]] && command=${command/\/etc\/blepay\/$unit.toml/$4}
+  watchdog=$(sed -n 's/^WatchdogSec=//p' "$root/systemd/blepay-$unit.service")
+  python3 "$root/scripts/notify-listener.py" "$socket" "$out/$host.$name.notify.jsonl" "$check" \
+    > "$out/$host.$name.notify.log" 2>&1 &
+  await "[ -S $socket ]" 10 || fail "no notify socket for $name"
   log "starting $command"
-  BLEPAY_LOG_LEVEL=${BLEPAY_LOG_LEVEL:-debug} $command > "$out/$host.$name.log" 2>&1 &
+  env BLEPAY_LOG_LEVEL="${BLEPAY_LOG_LEVEL:-debug}" NOTIFY_SOCKET="$socket" \
+    ${watchdog:+WATCHDOG_USEC=$((watchdog * 1000000))} $command > "$out/$host.$name.log" 2>&1 &
   echo $! > "/run/blepay-$name.pid"
+}
+
+# ready_check BUS_NAME [ADAPTER PROPERTY]: a command that succeeds when BUS_NAME has an owner and, if given, the
+# adapter's BlueZ property is set: ActiveInstances for a customer's advertisement; Discovering for a business, or
+# a device found already (a business stops discovery while it connects to a customer it found).
+ready_check() {
+  local check="dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus"
+  check+=" org.freedesktop.DBus.GetNameOwner string:$1"
+  case ${3:-} in
+    Discovering)
+      check+=" && ($(bluez_property "$2" Adapter1 Discovering) | grep -q 'boolean true' || dbus-send --system"
+      check+=" --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects"
+      check+=" | grep -q '/org/bluez/$2/dev_')"
+      ;;
+    ActiveInstances) check+=" && $(bluez_property "$2" LEAdvertisingManager1 ActiveInstances) | grep -q 'byte 1'" ;;
+  esac
+  echo "$check"
+}
+bluez_property() {
+  echo "dbus-send --system --print-reply --dest=org.bluez /org/bluez/$1 org.freedesktop.DBus.Properties.Get" \
+    "string:org.bluez.$2 string:$3"
 }
 
 # Stops daemon NAME with SIGTERM, as systemd would, and records how it exited.
@@ -61,7 +90,7 @@ configure() {
 # Starts the ledger on all addresses and publishes its key as $out/ledger.key.
 start_ledger() {
   printf '[server]\nhost = "::"\nport = 8480\n' > /etc/blepay/ledger.toml
-  start ledger ledger
+  start ledger ledger "curl -sf http://[::1]:8480/v1/ledger-key"
   await "curl -sf http://[::1]:8480/v1/ledger-key" 60 || fail "the ledger did not start"
   curl -sf http://[::1]:8480/v1/ledger-key | json '["publicKey"]' | put ledger.key
 }

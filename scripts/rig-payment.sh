@@ -23,7 +23,7 @@ a)
   echo "$merchant" | json '["enrollmentToken"]' | put merchant.token
 
   configure /etc/blepay/customer.toml customer "http://[::1]:8480" "$(echo "$customer" | json '["enrollmentToken"]')"
-  start customer customer
+  start customer customer "$(ready_check org.blepay.Customer hci0 ActiveInstances)"
   await "blepayctl payments --customer" 60 || fail "the customer daemon did not start"
   blepayctl watch --customer --json > "$out/a.events.jsonl" &
   fund_card
@@ -59,7 +59,7 @@ a)
 b)
   await "[ -f '$out/merchant.token' ]" 240 || fail "no ledger on host a"
   configure /etc/blepay/business.toml business "http://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
-  start business business
+  start business business "$(ready_check org.blepay.Business hci0 Discovering)"
   await "blepayctl payments --business" 120 || fail "the business daemon did not start"
   blepayctl watch --business --json > "$out/b.events.jsonl" &
   await "[ -f '$out/a.ready' ]" 240 || fail "host a is not ready"

@@ -48,6 +48,23 @@ struct PaymentRigTests {
         events.filter { $0.payment_id == id }.map(\.event)
     }
 
+    /// A message a daemon sent its notify socket, and for READY=1 whether the readiness check passed then.
+    struct Notification: Decodable {
+        let message: [String]
+        let check: Int?
+    }
+
+    /// What daemon `name` told systemd's notify socket (scripts/notify-listener.py): READY=1 once, sent when what it
+    /// must have registered first was registered; WATCHDOG=1 while it ran (if its unit has a watchdog); STOPPING=1
+    /// last, on SIGTERM.
+    static func expectNotified(_ run: Rig.Result, _ name: String, watchdog: Bool = true) throws {
+        let messages = try run.lines("\(name).notify.jsonl", as: Notification.self)
+        let ready = messages.filter { $0.message.contains("READY=1") }
+        #expect(ready.count == 1 && ready.first?.check == 0, "\(name): \(ready)")
+        #expect(messages.contains { $0.message.contains("WATCHDOG=1") } == watchdog, "\(name)")
+        #expect(messages.last?.message.contains("STOPPING=1") == true, "\(name)")
+    }
+
     /// The ledger and the customer daemon on host a, the business daemon on host b, joined by the virtual air and a
     /// point-to-point IPv6 link only: a payment with a tip, then a request each side ends, the last after bluetoothd
     /// restarted on host b under the business daemon.
@@ -90,16 +107,18 @@ struct PaymentRigTests {
         #expect(merchant.balances.first { $0.currency == "USD" }?.posted == 2_650)
         #expect(try run.text("audit.txt").contains("the books are sound"))
 
-        // SIGTERM ended every process cleanly.
+        // Each told systemd it was ready only once registered, kept its watchdog fed, and stopped on SIGTERM cleanly.
         for process in ["a.customer", "a.ledger", "b.business"] {
             #expect(try run.text("\(process).exit") == "0", "\(process)")
+            try Self.expectNotified(run, process, watchdog: process != "a.ledger")
         }
     }
 
     /// One host, three adapters: a business and two customer daemons (instances alice and bob). Each request is
     /// shown to both; the first acceptance wins, the other customer gets otherPaid and cannot pay it any more. The
     /// second request comes after bluetoothd restarted under all three daemons, the third after the business's and
-    /// alice's adapters were powered off and on.
+    /// alice's adapters were powered off and on. The fourth is open when alice's daemon and then the business's are
+    /// stopped (SIGTERM): each ends it with an event the other side hears.
     @Test func oneRequestTwoCustomersThroughABluetoothdRestartAndAPowerCycle() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-broadcast.sh").path
         let run = try Rig.run(
@@ -109,6 +128,7 @@ struct PaymentRigTests {
         let first = try run.text("order-1.id")
         let second = try run.text("order-2.id")
         let third = try run.text("order-3.id")
+        let fourth = try run.text("order-4.id")
         let alice = try run.lines("alice.events.jsonl", as: Event.self)
         let bob = try run.lines("bob.events.jsonl", as: Event.self)
         let business = try run.lines("business.events.jsonl", as: Event.self)
@@ -126,12 +146,18 @@ struct PaymentRigTests {
             #expect(Self.kinds(business, id).filter { $0 == "finished" }.count == 1)
             #expect(!Self.kinds(business, id).contains("failed"))
         }
+        // Stopping, alice declined the fourth request and the business cancelled it for bob.
+        #expect(Self.kinds(alice, fourth) == ["receivedPayment", "cancelled"])
+        #expect(alice.last { $0.payment_id == fourth }?.details["by"] == .text("customer"))
+        #expect(Self.kinds(bob, fourth) == ["receivedPayment", "cancelled"])
+        #expect(bob.last { $0.payment_id == fourth }?.details["by"] == .text("business"))
+        #expect(Self.kinds(business, fourth).contains("declined") && Self.kinds(business, fourth).last == "cancelled")
         // The loser's acceptance is refused (exit 1), not executed.
         for order in ["order-1", "order-2", "order-3"] {
             #expect(try run.text("\(order).late.exit") == "1", "\(order)")
         }
 
-        // Each request was paid once, by its winner; the merchant got all three.
+        // Each request was paid once, by its winner; the merchant got the first three, nothing for the fourth.
         func usd(_ name: String) throws -> Int64? { try run.json(name, as: Instrument.self).available["USD"] }
         #expect(try usd("alice.instruments.json") == 8_800 && usd("bob.instruments.json") == 10_000)
         #expect(try usd("alice.instruments.after.json") == 8_800 && usd("bob.instruments.after.json") == 9_700)
@@ -141,6 +167,7 @@ struct PaymentRigTests {
         #expect(try run.text("audit.txt").contains("the books are sound"))
         for process in ["business", "alice", "bob", "ledger"] {
             #expect(try run.text("one.\(process).exit") == "0", "\(process)")
+            try Self.expectNotified(run, "one.\(process)", watchdog: process != "ledger")
         }
     }
 }
