@@ -46,7 +46,7 @@ extension LedgerOperations {
     public func voidPreAuthorization(_ tx: any SQLTransaction, id: String, device: Device, at now: Timestamp) throws
         -> PreAuthorizationResource
     {
-        guard var (preAuthorization, owner) = try loadPreAuthorization(tx, id), owner == device.account else {
+        guard case (var preAuthorization, let owner)? = try loadPreAuthorization(tx, id), owner == device.account else {
             throw APIError.notFound("pre-authorization")
         }
         if preAuthorization.state == .voided { return resource(preAuthorization) }
