@@ -3,7 +3,8 @@
 # happen. First two machines (the ledger and a customer on host a, a business on host b; scripts/rig-payment.sh):
 # a payment with a tip, a request the business cancels and, after bluetoothd restarted on b, one the customer
 # declines. Then one machine with three adapters (scripts/rig-broadcast.sh): one request shown to two customers, one
-# pays and the other gets otherPaid; again after bluetoothd restarts, and again after two adapters power-cycle. Usage: demo.sh BIN_DIR (as root; `make demo` installs and builds first).
+# pays and the other gets otherPaid; again after bluetoothd restarts, and again after two adapters power-cycle; then
+# alice's daemon and the business's stop (SIGTERM) with a request open, which each cancels as it stops. Usage: demo.sh BIN_DIR (as root; `make demo` installs and builds first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "$1" && pwd)
@@ -61,7 +62,7 @@ PY
 follow "business (hci0)" "$work/one/business.events.jsonl"
 follow "alice (hci1)" "$work/one/alice.events.jsonl"
 follow "bob (hci2)" "$work/one/bob.events.jsonl"
-scenario "One machine, two customers: alice pays, bob gets otherPaid; bluetoothd restarts; bob pays; two adapters power-cycle; alice pays" \
+scenario "One machine, two customers: alice pays, bob gets otherPaid; bluetoothd restarts; bob pays; two adapters power-cycle; alice pays; alice and the business stop with a request open" \
   "$work/one" one-host --controllers 3 -- "bash $here/rig-broadcast.sh $bin"
 echo
 echo "demo: done (everything the daemons wrote is in $work)"
