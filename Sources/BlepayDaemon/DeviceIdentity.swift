@@ -80,11 +80,12 @@ public struct DeviceIdentity: Sendable {
         } catch {
             throw DaemonError(.enrollmentFailed, "not enrolled yet, and the enrollment token cannot be used: \(error)")
         }
+        let request = RegisterDevice(
+            name: configuration.deviceName, signingKey: signingKey.publicKey.bytes.hex,
+            noiseKey: noiseKey.map { Array($0.publicKey.rawRepresentation).hex })
         let device: DeviceResource
         do {
-            device = try await ledger.with(.bearer(token)).enroll(RegisterDevice(
-                name: configuration.deviceName, signingKey: signingKey.publicKey.bytes.hex,
-                noiseKey: noiseKey.map { Array($0.publicKey.rawRepresentation).hex }))
+            device = try await ledger.with(.bearer(token)).enroll(request)
         } catch {
             throw DaemonError(.enrollmentFailed, "registering the device with the ledger failed: \(error)")
         }
@@ -98,6 +99,7 @@ public struct DeviceIdentity: Sendable {
         } catch {
             throw DaemonError(.stateUnusable, "cannot keep the credentials: \(error)")
         }
+        ledger.enrolled(request)
         return try decode(path)
     }
 

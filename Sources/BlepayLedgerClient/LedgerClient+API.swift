@@ -24,9 +24,17 @@ extension LedgerClient {
     }
 
     // Enrollment (bearer: the account's enrollment token).
+    /// Registers the device. Its idempotency key is kept until `enrolled(_:)`: the answer carries the device's only
+    /// copy of its request secret, so an enrollment retried after a stop before the credentials were stored must be
+    /// answered with the device it created.
     public func enroll(_ body: RegisterDevice) async throws(LedgerClientError) -> DeviceResource {
-        try await post("/v1/devices", body, operation: "enroll-\(body.signingKey)")
+        try await post("/v1/devices", body, operation: Self.enrollment(body), keepingKey: true)
     }
+
+    /// The credentials `enroll(body)` returned are stored: its idempotency key is no longer needed.
+    public func enrolled(_ body: RegisterDevice) { keys?.forget(Self.enrollment(body)) }
+
+    private static func enrollment(_ body: RegisterDevice) -> String { "enroll-\(body.signingKey)" }
 
     // Devices (HMAC-signed).
     public func ownAccount() async throws(LedgerClientError) -> AccountResource { try await get("/v1/account") }

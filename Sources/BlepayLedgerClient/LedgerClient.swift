@@ -59,10 +59,12 @@ public struct LedgerClient: Sendable {
     }
 
     /// POST `body` to `path`. `operation` names the logical operation for the key store (the same operation
-    /// retried later reuses its key); the key is forgotten once the ledger gave a final answer.
-    public func post<T: Decodable>(_ path: String, _ body: some Encodable, operation: String? = nil, as _: T.Type = T.self)
-        async throws(LedgerClientError) -> T
-    {
+    /// retried later reuses its key); the key is forgotten once the ledger gave a final answer, unless `keepingKey`
+    /// (the caller forgets it once it has kept the answer).
+    public func post<T: Decodable>(
+        _ path: String, _ body: some Encodable, operation: String? = nil, keepingKey: Bool = false,
+        as _: T.Type = T.self
+    ) async throws(LedgerClientError) -> T {
         let bytes: [UInt8]
         do { bytes = try Self.encode(body) } catch {
             throw .invalidResponse("cannot encode the request: \(error)")
@@ -74,7 +76,7 @@ public struct LedgerClient: Sendable {
             throw .unavailable("cannot keep the idempotency key: \(error)")
         }
         let result: T = try await send("POST", path, body: bytes, idempotencyKey: key)
-        if let operation { keys?.forget(operation) }
+        if let operation, !keepingKey { keys?.forget(operation) }
         return result
     }
 

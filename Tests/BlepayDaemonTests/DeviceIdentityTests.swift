@@ -1,3 +1,4 @@
+import BlepayConfiguration
 import BlepayDaemon
 import BlepayLedger
 import BlepayLedgerClient
@@ -77,6 +78,29 @@ import Testing
             #expect(again.credentials == first.credentials)
             #expect(again.signingKey.publicKey == first.signingKey.publicKey)
 
+            let own = try await Self.client(configuration).with(again.ledgerCredentials).ownAccount()
+            #expect(own.id == account.id)
+        }
+    }
+
+    /// The daemon stopped after the ledger enrolled it but before it stored the credentials: the retry, with the same
+    /// idempotency key, is answered with the device the first attempt created, secret included.
+    @Test func anEnrollmentInterruptedBeforeItsCredentialsWereStoredIsAnsweredWithTheSameDevice() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let account = try await ledger.admin.createAccount(CreateAccount(kind: .customer, name: "Alice"))
+            let configuration = try await Self.configuration(.customer, ledger, token: account.enrollmentToken)
+            // The first start: its key created, its enrollment sent as the daemon sends it, the answer lost.
+            let key = try SigningKey(seed: SecretFile.loadOrCreate(configuration.resolve("device-signing.key")) {
+                SigningKey().seed
+            })
+            let request = RegisterDevice(name: configuration.deviceName, signingKey: key.publicKey.bytes.hex, noiseKey: nil)
+            let lost = try await Self.client(configuration).with(.bearer(account.enrollmentToken ?? "")).enroll(request)
+
+            let again = try await Self.prepare(configuration)
+            #expect(again.credentials.deviceId == lost.id && again.credentials.secret == lost.secret)
+            // Enrolled and stored: the key is forgotten, and a start without credentials is a new enrollment.
+            try FileManager.default.removeItem(atPath: configuration.resolve("credentials.json"))
+            #expect(await Self.failure(configuration)?.code == .enrollmentFailed)
             let own = try await Self.client(configuration).with(again.ledgerCredentials).ownAccount()
             #expect(own.id == account.id)
         }
