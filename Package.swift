@@ -167,7 +167,7 @@ let package = Package(
             ]
         ),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
-        // Seeded randomness and hex for the pure tiers' tests.
+        // Seeded randomness, hex, and the built executables for the tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport"]),
@@ -188,11 +188,16 @@ let package = Package(
         ),
         .testTarget(
             name: "BlepayLedgerServerTests",
-            dependencies: ["BlepayLedgerServer", "BlepayConfiguration", "BlepayLedgerClient", "LedgerTestSupport"]
+            dependencies: [
+                "BlepayLedgerServer", "BlepayConfiguration", "BlepayLedgerClient", "LedgerTestSupport", "TestSupport",
+            ]
         ),
         .testTarget(
             name: "BlepayDaemonTests",
-            dependencies: ["BlepayDaemon", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport", "DBusTestSupport"]
+            dependencies: [
+                "BlepayDaemon", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport", "DBusTestSupport",
+                "TestSupport",
+            ]
         ),
         // A private PostgreSQL database per test, a real ledger server on a free port, and keys, devices and signed
         // messages for ledger and daemon tests.

@@ -1,28 +1,13 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `blepayd` as systemd runs it: a configuration it cannot use stops it before it touches anything, with one line
 /// naming the file, the key and why, and exit code 78 (EX_CONFIG: systemd does not restart it).
 @Suite struct CommandTests {
-    /// The binary `swift build` made (or as `BLEPAYD` names it).
-    static var binary: String {
-        ProcessInfo.processInfo.environment["BLEPAYD"]
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/blepayd")
-                .standardized.path
-    }
+    static let blepayd = BuiltProduct("blepayd", overriddenBy: "BLEPAYD")
 
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-    }
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) { try Self.blepayd.run(arguments) }
 
     @Test(arguments: [
         ("customer", "[bluetooth]\nadapter = \"bt0\"\n", "bluetooth.adapter is an adapter name such as \"hci0\""),

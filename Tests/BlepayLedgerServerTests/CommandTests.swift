@@ -2,29 +2,14 @@ import BlepayLedgerServer
 import BlepayLedgerStore
 import Foundation
 import LedgerTestSupport
+import TestSupport
 import Testing
 
 /// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, and a clean stop.
 @Suite struct CommandTests {
-    /// The binary `swift build` made (or as `BLEPAY_LEDGER` names it).
-    static var binary: String {
-        ProcessInfo.processInfo.environment["BLEPAY_LEDGER"]
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/blepay-ledger")
-                .standardized.path
-    }
+    static let ledger = BuiltProduct("blepay-ledger", overriddenBy: "BLEPAY_LEDGER")
 
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-    }
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) { try Self.ledger.run(arguments) }
 
     @Test func theAuditExitsZeroOnSoundBooksAndOneOnTamperedOnes() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-audit-\(UUID().uuidString)").path
@@ -54,13 +39,7 @@ import Testing
     @Test func serveStopsCleanlyOnSIGTERM() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-serve-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--state-directory", directory, "--port", "0"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
+        let (process, pipe) = try Self.ledger.start(["serve", "--state-directory", directory, "--port", "0"])
         // Signalled only once it serves: before that, SIGTERM is not yet the service group's to handle.
         var output = ""
         while !output.contains("listening"), process.isRunning {

@@ -1,5 +1,8 @@
-/// Helpers the pure tiers' tests share: a seeded generator (a failing random case is replayed from its seed) and
-/// hex for byte vectors (reading it; writing it here serves the Noise tests, below `BlepayProtocol`'s `hex`).
+import Foundation
+
+/// Helpers the tests share: a seeded generator (a failing random case is replayed from its seed), hex for byte
+/// vectors (reading it; writing it here serves the Noise tests, below `BlepayProtocol`'s `hex`), and the built
+/// executables for the tests of their command lines.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
@@ -30,5 +33,37 @@ extension Array where Element == UInt8 {
             bytes.append(byte)
         }
         self = bytes
+    }
+}
+
+/// One of the package's executables as `swift build` left it (`.build/debug/<product>`, or the path an environment
+/// variable names), for the tests of its command line: run as an operator would, its output and error on one pipe.
+public struct BuiltProduct: Sendable {
+    public let path: String
+
+    public init(_ product: String, overriddenBy variable: String) {
+        path = ProcessInfo.processInfo.environment[variable]
+            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../.build/debug/\(product)").standardized.path
+    }
+
+    /// Starts it with `arguments`; what it prints comes through the pipe.
+    public func start(_ arguments: [String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        return (process, pipe)
+    }
+
+    /// Runs it to its end: its exit status and all it printed.
+    public func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let (process, pipe) = try start(arguments)
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 }
