@@ -77,10 +77,7 @@ struct Control {
     }
 
     func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {
-        let name = ControlAPI.busName(role, instance: instance)
-        return role == .customer
-            ? (name, ControlAPI.customerPath, ControlAPI.customerInterface)
-            : (name, ControlAPI.businessPath, ControlAPI.businessInterface)
+        ControlAPI.address(role, instance: instance)
     }
 }
 

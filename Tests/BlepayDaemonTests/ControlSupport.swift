@@ -87,15 +87,13 @@ final class ControlFixture: Sendable {
     func call(
         _ role: DaemonConfiguration.Role, _ member: String, _ arguments: [DBusValue] = []
     ) async throws(DBusError) -> DBusMessage {
-        let (name, path, interface) = role == .customer
-            ? (ControlAPI.customerBusName, ControlAPI.customerPath, ControlAPI.customerInterface)
-            : (ControlAPI.businessBusName, ControlAPI.businessPath, ControlAPI.businessInterface)
+        let (name, path, interface) = ControlAPI.address(role)
         return try await client.call(destination: name, path: path, interface: interface, member: member, arguments: arguments)
     }
 
     /// The `PaymentEvent` signals of one daemon, as (kind, payment id, details).
     func events(_ role: DaemonConfiguration.Role) async throws -> SignalQueue {
-        let interface = role == .customer ? ControlAPI.customerInterface : ControlAPI.businessInterface
+        let interface = ControlAPI.address(role).interface
         return SignalQueue(try await client.signals(matching: DBusMatchRule(interface: interface, member: ControlAPI.eventSignal)))
     }
 }

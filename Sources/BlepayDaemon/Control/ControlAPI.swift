@@ -21,6 +21,14 @@ public enum ControlAPI {
         return instance.map { "\(base).\($0)" } ?? base
     }
 
+    /// Where a daemon of `role` answers: its bus name, object path and interface.
+    public static func address(_ role: DaemonConfiguration.Role, instance: String? = nil)
+        -> (name: String, path: DBusObjectPath, interface: String)
+    {
+        let name = busName(role, instance: instance)
+        return role == .customer ? (name, customerPath, customerInterface) : (name, businessPath, businessInterface)
+    }
+
     /// Owns `name` for the exported object, calls `ready`, and relays each event as a `PaymentEvent` signal on
     /// `interface` until the events end or the calling task is cancelled; then releases the name and unexports.
     static func serve<Event: Sendable>(
