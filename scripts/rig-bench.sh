@@ -9,14 +9,10 @@
 #   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run.
 # Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$1
 payments=${2:-50}
-out=$BLEPAY_RIG_OUT
-host=$BLEPAY_RIG_HOST
 export BLEPAY_LOG_LEVEL=info
-source "$root/scripts/rig-lib.sh"
-install_blepay "$bin"
+source "$(dirname "$0")/rig-lib.sh"
+install_blepay "$1"
 ledger="http://[::1]:8480"
 customers=(c1 c2 c3 c4 c5)
 

@@ -10,12 +10,8 @@
 # Every daemon's events (blepayctl watch --json) and what the ledger says go to $BLEPAY_RIG_OUT for the test to check.
 # Usage (inside the rig): rig-broadcast.sh BIN_DIR
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$1
-out=$BLEPAY_RIG_OUT
-host=$BLEPAY_RIG_HOST
-source "$root/scripts/rig-lib.sh"
-install_blepay "$bin"
+source "$(dirname "$0")/rig-lib.sh"
+install_blepay "$1"
 ledger="http://[::1]:8480"
 customers=(alice bob)
 

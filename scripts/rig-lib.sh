@@ -1,6 +1,9 @@
-# Helpers for the scenarios that run blepay's daemons inside the rig (rig-payment.sh, rig-broadcast.sh); sourced.
-# Each host installs blepay with `make install`'s script and starts each daemon with its unit's ExecStart line.
-# Needs $root, $out ($BLEPAY_RIG_OUT) and $host ($BLEPAY_RIG_HOST).
+# Helpers for the scenarios that run blepay's daemons inside the rig (rig-payment.sh, rig-broadcast.sh,
+# rig-bench.sh); sourced. Each host installs blepay with `make install`'s script and starts each daemon with its
+# unit's ExecStart line. Sets $root (the checkout), $out ($BLEPAY_RIG_OUT) and $host ($BLEPAY_RIG_HOST).
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$BLEPAY_RIG_OUT
+host=$BLEPAY_RIG_HOST
 log() { echo "rig[$host]: $*" >&2; }
 fail() { log "$*"; touch "$out/$host.failed"; exit 1; }
 

@@ -7,12 +7,8 @@
 # Both hosts record their daemon's events (blepayctl watch --json) and what the ledger says into $BLEPAY_RIG_OUT,
 # for the test to check. Usage (inside the rig): rig-payment.sh BIN_DIR
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$1
-out=$BLEPAY_RIG_OUT
-host=$BLEPAY_RIG_HOST
-source "$root/scripts/rig-lib.sh"
-install_blepay "$bin"
+source "$(dirname "$0")/rig-lib.sh"
+install_blepay "$1"
 
 case $host in
 a)
