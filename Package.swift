@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "Noise", targets: ["Noise"]),
         .library(name: "BlepayProtocol", targets: ["BlepayProtocol"]),
         .library(name: "BlepayPayments", targets: ["BlepayPayments"]),
+        .library(name: "BlepayPaymentsTesting", targets: ["BlepayPaymentsTesting"]),
         .library(name: "BlepayBLE", targets: ["BlepayBLE"]),
         .library(name: "BlepayLedger", targets: ["BlepayLedger"]),
         .library(name: "BlepayLedgerStore", targets: ["BlepayLedgerStore"]),
@@ -77,9 +78,11 @@ let package = Package(
             name: "BlepayProtocol",
             dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        // Customer and business payment state machines, the error taxonomy and the transport and ledger
-        // boundaries, drivers and in-memory doubles. No I/O; clock injected.
+        // Customer and business payment state machines, the error taxonomy, the transport and ledger boundaries
+        // and the drivers. No I/O; clock injected.
         .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
+        // In-memory network, ledger and broadcast scenario for tests and benchmarks; never linked by the daemons.
+        .target(name: "BlepayPaymentsTesting", dependencies: ["BlepayPayments", "BlepayProtocol"]),
         // The payment transport over BlueZ: the customer's GATT server and advertisement, the business's scanner
         // and GATT client, one protocol link per connection.
         .target(
@@ -177,7 +180,7 @@ let package = Package(
             exclude: ["Vectors"]
         ),
         .testTarget(name: "BlepayProtocolTests", dependencies: ["BlepayProtocol", "TestSupport"], exclude: ["Vectors"]),
-        .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments", "TestSupport"]),
+        .testTarget(name: "BlepayPaymentsTests", dependencies: ["BlepayPayments", "BlepayPaymentsTesting", "TestSupport"]),
         .testTarget(
             name: "BlepayLedgerTests",
             dependencies: ["BlepayLedger", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
@@ -196,7 +199,7 @@ let package = Package(
             name: "BlepayDaemonTests",
             dependencies: [
                 "BlepayDaemon", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport", "DBusTestSupport",
-                "TestSupport",
+                "TestSupport", "BlepayPaymentsTesting",
             ]
         ),
         // A private PostgreSQL database per test, a real ledger server on a free port, and keys, devices and signed

@@ -33,6 +33,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "BlepayPayments", package: blepay.lastPathComponent),
+                .product(name: "BlepayPaymentsTesting", package: blepay.lastPathComponent),
             ],
             path: "Benchmarks/PaymentsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

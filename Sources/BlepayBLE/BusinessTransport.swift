@@ -100,8 +100,6 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     public func disconnect(_ peer: PeerID) { links.hangUp(peer) }
 
-    /// The established session with a customer: its acceptances are checked against it.
-    public func session(of peer: PeerID) -> SecureSession? { links.session(of: peer) }
 
     // MARK: Finding customers
 

@@ -109,8 +109,6 @@ public final class CustomerTransport: PaymentTransport, Sendable {
 
     public func disconnect(_ peer: PeerID) { links.hangUp(peer) }
 
-    /// The established session with a business: acceptances are bound to it.
-    public func session(of peer: PeerID) -> SecureSession? { links.session(of: peer) }
 
     /// What the advertisement and info characteristic say from now on (online, holding a pre-authorization).
     public func setCapabilities(_ new: Capabilities) {

@@ -58,8 +58,6 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
 
     var addresses: [Address] { state.withLock { $0.peers.values.map(\.address) } }
 
-    func session(of peer: PeerID) -> SecureSession? { state.withLock { $0.peers[peer]?.link.session } }
-
     /// Runs `body` on the peer's link and carries out the actions it returns, under the lock so that events keep
     /// the link's order.
     func update(_ peer: PeerID, _ body: (inout Link) -> [LinkAction]) {
@@ -70,8 +68,9 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
                 switch action {
                 case .transmit(let fragment): entry.outbox.yield(.fragment(fragment))
                 case .established:
+                    guard let session = entry.link.session else { break }
                     entry.reported = true
-                    continuation.yield(.connected(peer))
+                    continuation.yield(.connected(peer, PeerSession(session)))
                 case .deliver(let message): continuation.yield(.received(peer, message))
                 case .close(let reason):
                     logger.info("closing the link", metadata: ["peer": "\(peer)", "reason": "\(reason)"])

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Idempotency keys kept on disk, one file per logical operation (e.g. `accept-<payment id>`): the key is written
+/// Idempotency keys kept on disk, one file per logical operation (e.g. `accept-<payment id>-<acceptance>`): the key is written
 /// and synced before the request is first sent, so a retry after a crash or restart reuses it and the ledger
 /// answers with the first outcome instead of executing again. Forgotten once the outcome is final.
 public struct IdempotencyKeyStore: Sendable {

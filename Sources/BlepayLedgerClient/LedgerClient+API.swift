@@ -53,13 +53,13 @@ extension LedgerClient {
     }
 
     /// Executes with the customer's acceptance; `request` lets the ledger create the payment if the business never
-    /// reached it.
+    /// reached it. Each acceptance is its own operation: after one payer is refused, another's is a new request.
     public func accept(_ acceptance: PaymentAcceptance, request: PaymentRequest?) async throws(LedgerClientError)
         -> PaymentResource
     {
         try await post("/v1/payments/\(acceptance.paymentID)/acceptance",
             AcceptPayment(acceptance: Self.base64(acceptance.encoded), request: request.map { Self.base64($0.encoded) }),
-            operation: "accept-\(acceptance.paymentID)")
+            operation: "accept-\(acceptance.paymentID)-\(acceptance.signature.bytes.prefix(8).hex)")
     }
 
     public func cancelPayment(_ id: PaymentID) async throws(LedgerClientError) -> PaymentResource {

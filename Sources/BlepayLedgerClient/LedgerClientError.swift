@@ -28,6 +28,8 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
             if let name = detail.paymentError, let code = PaymentErrorCode.allCases.first(where: { $0.name == name }) {
                 return PaymentError(code, detail.message)
             }
+            // A request signed too far from the ledger's clock is this device's clock, not its credentials.
+            if detail.code == "auth.stale-timestamp" { return PaymentError(.clockSkew, detail.message) }
             let code: PaymentErrorCode = switch status {
             case 401, 403: .invalidCredentials
             case 404: .notFound

@@ -6,9 +6,12 @@ public enum BusinessEvent: Sendable, Hashable {
     case offered(PaymentID, PeerID)
     /// A customer declined it.
     case declined(PaymentID, by: PeerID)
+    /// A customer could not take it (its clock differs from the business's by more than the protocol allows, say).
+    case customerRefused(PaymentID, by: PeerID, PaymentError)
     /// The first valid acceptance: it is being executed with the ledger.
     case accepted(PaymentID, by: PeerID, total: Money)
-    /// An acceptance that could not win (mismatch, bad signature, unknown or ended payment).
+    /// An acceptance that could not win (mismatch, bad signature, unknown or ended payment), or that the ledger
+    /// refused for a reason of that payer (funds, instrument, key): the request stays open for the others.
     case acceptanceRefused(PaymentID, by: PeerID, PaymentError)
     /// The ledger did not answer in time; its status is being looked up by payment id. Not a result.
     case outcomePending(PaymentID)
@@ -36,10 +39,4 @@ public enum LedgerOutcome: Sendable, Hashable {
     case notExecuted(PaymentError)
     /// It may or may not have been executed (a timeout, a connection lost mid-request).
     case unknown(String?)
-}
-
-/// Checks an acceptance's signature and its binding to the request and to the peer's session (the session layer's
-/// `SecureSession.verify`). Injected, so that the machine stays pure and tests can refuse at will.
-public protocol AcceptanceVerifier: Sendable {
-    func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, from peer: PeerID) -> PaymentError?
 }

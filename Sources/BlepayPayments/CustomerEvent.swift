@@ -7,7 +7,8 @@ public enum CustomerEvent: Sendable, Hashable {
     case finishedPayment(PeerID, Receipt)
     /// By either side.
     case cancelled(PeerID, PaymentID, by: Side)
-    /// `paymentID` is nil for a failure of the connection itself.
+    /// `paymentID` is nil for a failure of the connection itself. A request refused before it was shown
+    /// (`clock-skew`) is one `error` naming its payment, with no `receivedPayment` before it.
     case error(PeerID, PaymentID?, PaymentError)
     case otherPaid(PeerID, PaymentID)
     case disconnected(PeerID)
@@ -40,8 +41,8 @@ public enum CustomerEvent: Sendable, Hashable {
 public enum CustomerAction: Sendable, Hashable {
     case emit(CustomerEvent)
     case send(PeerID, Message)
-    /// Build the signed acceptance (bound to the peer's session) from these terms and send it.
-    case sendAcceptance(PeerID, PaymentRequest, AcceptanceTerms)
+    /// Build the signed acceptance, bound to this session, from these terms and send it.
+    case sendAcceptance(PeerID, PaymentRequest, AcceptanceTerms, PeerSession)
     case disconnect(PeerID)
     case stopAdvertising
 }

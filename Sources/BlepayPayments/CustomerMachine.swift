@@ -2,71 +2,88 @@ import BlepayProtocol
 
 /// The customer's payment state machine: one registration (from `start` to `stop`) receiving any number of
 /// payments from any number of businesses, each connection a `PeerID`. A value type: every input returns the
-/// actions to carry out, and nothing else happens.
+/// actions to carry out, and nothing else happens. It is also the one record of where each payment stands.
 ///
 /// Requests reach `receive` only after the session layer has checked the merchant's certificate and the request's
-/// signature; acceptances leave as `sendAcceptance`, which the driver signs for that session.
+/// signature; acceptances leave as `sendAcceptance`, signed by the driver for the session given here.
 public struct CustomerMachine: Sendable {
     enum Phase: Sendable, Hashable {
         case shown
         case accepted
         /// A terminal event was emitted; the id is kept so a repeated message is ignored.
-        case ended
+        case ended(PaymentStatus)
     }
 
     struct Payment: Sendable {
         let request: PaymentRequest
+        let peer: PeerID
         var phase: Phase
+        /// When the request expires by this device's clock: its lifetime (at most 15 minutes, as the codec checks)
+        /// counted from when it arrived, so that clocks that differ within the tolerance neither hide nor prolong it.
+        let deadline: Timestamp
+        var receipt: Receipt?
     }
 
     /// How long after a request's expiry an accepted payment waits for the business's answer.
     public static let answerGraceMilliseconds: UInt64 = 60_000
+    /// How far the business's clock may be from this one: a request dated further ahead, or already past its
+    /// expiry by more, is refused as `clock-skew` (the same tolerance as merchant certificates).
+    public static let clockToleranceMilliseconds = MerchantCertificate.clockTolerance
 
     public private(set) var isReceiving = false
-    private var peers: [PeerID: [PaymentID: Payment]] = [:]
-    /// Payments the customer declined, with their expiry: not shown again, even over a new connection.
-    private var declined: [PaymentID: Timestamp] = [:]
+    private var sessions: [PeerID: PeerSession] = [:]
+    private var payments = PaymentRecords<Payment>(capacity: 1000) {
+        if case .ended = $0.phase { true } else { false }
+    }
+    /// Set by `shutdown`: nothing new is shown.
+    private var stopping = false
 
     public init() {}
 
     /// Starts the registration: the driver advertises and accepts connections until `stop`.
-    public mutating func start() { isReceiving = true }
+    public mutating func start() {
+        isReceiving = true
+        stopping = false
+    }
 
     /// A business connected and completed the handshake.
-    public mutating func connected(_ peer: PeerID) -> [CustomerAction] {
-        guard isReceiving else { return [.disconnect(peer)] }
-        peers[peer] = peers[peer] ?? [:]
+    public mutating func connected(_ peer: PeerID, _ session: PeerSession) -> [CustomerAction] {
+        guard isReceiving, !stopping else { return [.disconnect(peer)] }
+        sessions[peer] = sessions[peer] ?? session
         return []
     }
 
     public mutating func receive(_ message: Message, from peer: PeerID, at now: Timestamp) -> [CustomerAction] {
-        guard isReceiving, peers[peer] != nil else { return [] }
+        guard isReceiving, sessions[peer] != nil else { return [] }
         switch message {
         case .paymentRequest(let request):
-            // A repeated, re-offered (after our cancel) or already expired request is not shown again.
-            guard peers[peer]![request.paymentID] == nil, declined[request.paymentID] == nil, now < request.expiresAt
-            else { return [] }
-            peers[peer]![request.paymentID] = Payment(request: request, phase: .shown)
-            return [.emit(.receivedPayment(peer, request))]
+            return show(request, from: peer, at: now)
         case .cancelPayment(let cancel):
             // An expiry is one event whichever side's clock noticed it first.
             let event: CustomerEvent = cancel.reason == .expired
                 ? .error(peer, cancel.paymentID, PaymentError(.expired))
                 : .cancelled(peer, cancel.paymentID, by: .business)
-            return end(cancel.paymentID, of: peer, from: [.shown, .accepted], event)
+            let status: PaymentStatus = cancel.reason == .expired ? .expired : .cancelled
+            return end(cancel.paymentID, of: peer, from: [.shown, .accepted], event, status)
         case .paymentResult(let result):
-            let event: CustomerEvent = switch result.outcome {
-            case .finished(let receipt): .finishedPayment(peer, receipt)
-            case .failed(let code, let detail): .error(peer, result.paymentID, PaymentError(code, detail))
+            switch result.outcome {
+            case .finished(let receipt):
+                guard payments[result.paymentID]?.phase == .accepted, payments[result.paymentID]?.peer == peer
+                else { return [] }
+                payments[result.paymentID]!.receipt = receipt
+                return end(result.paymentID, of: peer, from: [.accepted], .finishedPayment(peer, receipt), .finished)
+            case .failed(let code, let detail):
+                return end(result.paymentID, of: peer, from: [.accepted],
+                    .error(peer, result.paymentID, PaymentError(code, detail)), .failed(code))
             }
-            return end(result.paymentID, of: peer, from: [.accepted], event)
         case .otherPaid(let other):
-            return end(other.paymentID, of: peer, from: [.shown, .accepted], .otherPaid(peer, other.paymentID))
+            return end(other.paymentID, of: peer, from: [.shown, .accepted], .otherPaid(peer, other.paymentID), .otherPaid)
         case .error(let error):
             guard let id = error.paymentID else {
                 return [.emit(.error(peer, nil, PaymentError(error.code, error.detail))), .disconnect(peer)]
             }
-            return end(id, of: peer, from: [.shown, .accepted], .error(peer, id, PaymentError(error.code, error.detail)))
+            return end(id, of: peer, from: [.shown, .accepted], .error(peer, id, PaymentError(error.code, error.detail)),
+                .failed(error.code))
         case .paymentAcceptance:
             return [.emit(.error(peer, nil, PaymentError(.protocolViolation, "a business sent an acceptance"))),
                 .disconnect(peer)]
@@ -74,11 +91,11 @@ public struct CustomerMachine: Sendable {
     }
 
     /// The customer accepts a shown payment. Amount and currency must be the request's; the tip is added on top.
-    public mutating func accept(
-        _ paymentID: PaymentID, from peer: PeerID, amount: Money, terms: AcceptanceTerms
-    ) throws(PaymentError) -> [CustomerAction] {
-        let payment = try shown(paymentID, of: peer)
-        guard terms.acceptedAt < payment.request.expiresAt else { throw PaymentError(.expired) }
+    public mutating func accept(_ paymentID: PaymentID, amount: Money, terms: AcceptanceTerms) throws(PaymentError)
+        -> [CustomerAction]
+    {
+        let payment = try shown(paymentID)
+        guard terms.acceptedAt < payment.deadline else { throw PaymentError(.expired) }
         guard amount == payment.request.amount else {
             throw PaymentError(.amountMismatch, "accepting \(amount), the request is for \(payment.request.amount)")
         }
@@ -88,37 +105,35 @@ public struct CustomerMachine: Sendable {
         guard (try? Text.validateIdentifier(terms.instrumentID, field: "instrument id")) != nil else {
             throw PaymentError(.invalidInstrument, "not an instrument id")
         }
-        peers[peer]![paymentID]!.phase = .accepted
-        return [.sendAcceptance(peer, payment.request, terms)]
+        guard let session = sessions[payment.peer] else { throw PaymentError(.connectionFailed) }
+        payments[paymentID]!.phase = .accepted
+        return [.sendAcceptance(payment.peer, payment.request, terms, session)]
     }
 
     /// The customer declines a shown payment; it is not shown again, on this connection or another.
-    public mutating func cancel(_ paymentID: PaymentID, from peer: PeerID) throws(PaymentError) -> [CustomerAction] {
-        let payment = try shown(paymentID, of: peer)
-        peers[peer]![paymentID]!.phase = .ended
-        declined[paymentID] = payment.request.expiresAt
-        return [
-            .send(peer, .cancelPayment(CancelPayment(paymentID: paymentID, reason: .userCancelled))),
-            .emit(.cancelled(peer, paymentID, by: .customer)),
-        ]
+    public mutating func cancel(_ paymentID: PaymentID) throws(PaymentError) -> [CustomerAction] {
+        let payment = try shown(paymentID)
+        return [.send(payment.peer, .cancelPayment(CancelPayment(paymentID: paymentID, reason: .userCancelled)))]
+            + end(paymentID, of: payment.peer, from: [.shown], .cancelled(payment.peer, paymentID, by: .customer),
+                .cancelled)
     }
 
-    /// Shown payments whose request expired end with `error(expired)`. Accepted ones wait for the business's
+    /// Shown payments past their deadline end with `error(expired)`. Accepted ones wait for the business's
     /// verdict, since the ledger, not the clock, decides them; but a business silent for `answerGrace` after the
-    /// expiry ends them with `error(outcome-unknown)`, to be looked up by payment id.
+    /// deadline ends them with `error(outcome-unknown)`, to be looked up by payment id.
     public mutating func tick(at now: Timestamp) -> [CustomerAction] {
-        declined = declined.filter { now < $0.value }
         var actions: [CustomerAction] = []
-        for peer in peers.keys.sorted() {
-            for (id, payment) in peers[peer]!.sorted(by: { $0.key < $1.key }) {
-                if payment.phase == .shown, now >= payment.request.expiresAt {
-                    actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(.expired)))
-                } else if payment.phase == .accepted,
-                    now >= payment.request.expiresAt.adding(milliseconds: Self.answerGraceMilliseconds)
-                {
-                    actions += end(id, of: peer, from: [.accepted], .error(peer, id, PaymentError(
-                        .outcomeUnknown, "no answer from the business; look the payment up by its id")))
-                }
+        for payment in payments.newestFirst.reversed() {
+            let id = payment.request.paymentID
+            if payment.phase == .shown, now >= payment.deadline {
+                actions += end(id, of: payment.peer, from: [.shown], .error(payment.peer, id, PaymentError(.expired)),
+                    .expired)
+            } else if payment.phase == .accepted,
+                now >= payment.deadline.adding(milliseconds: Self.answerGraceMilliseconds)
+            {
+                actions += end(id, of: payment.peer, from: [.accepted], .error(payment.peer, id, PaymentError(
+                    .outcomeUnknown, "no answer from the business; look the payment up by its id")),
+                    .failed(.outcomeUnknown))
             }
         }
         return actions
@@ -126,44 +141,92 @@ public struct CustomerMachine: Sendable {
 
     /// The driver could not sign an acceptance (no usable device key): the payment ends here with that error, and
     /// the business is told the customer withdrew.
-    public mutating func acceptanceFailed(_ paymentID: PaymentID, from peer: PeerID, _ error: PaymentError)
-        -> [CustomerAction]
-    {
-        let ended = end(paymentID, of: peer, from: [.accepted], .error(peer, paymentID, error))
+    public mutating func acceptanceFailed(_ paymentID: PaymentID, _ error: PaymentError) -> [CustomerAction] {
+        guard let peer = payments[paymentID]?.peer else { return [] }
+        let ended = end(paymentID, of: peer, from: [.accepted], .error(peer, paymentID, error), .failed(error.code))
         guard !ended.isEmpty else { return [] }
         return [.send(peer, .cancelPayment(CancelPayment(paymentID: paymentID, reason: .userCancelled)))] + ended
     }
 
-    /// The link closed. Open payments end first: not yet accepted, with `connection-failed`; accepted, with
-    /// `outcome-unknown` (the business may have executed it; its status is found by payment id). Then
-    /// `disconnected`, after which nothing more is said of this peer.
+    /// The link closed. Open payments end first: not yet accepted, with `connection-failed` (shown again if the
+    /// business offers it over a new connection); accepted, with `outcome-unknown` (the business may have executed
+    /// it; its status is found by payment id). Then `disconnected`, after which nothing more is said of this peer.
     public mutating func disconnected(_ peer: PeerID) -> [CustomerAction] {
-        guard let payments = peers.removeValue(forKey: peer) else { return [] }
+        guard sessions.removeValue(forKey: peer) != nil else { return [] }
         var actions: [CustomerAction] = []
-        for (id, payment) in payments.sorted(by: { $0.key < $1.key }) {
-            switch payment.phase {
-            case .shown:
-                actions.append(.emit(.error(peer, id, PaymentError(.connectionFailed, "the business disconnected"))))
-            case .accepted:
-                actions.append(.emit(.error(peer, id, PaymentError(
-                    .outcomeUnknown, "disconnected after accepting; look the payment up by its id"))))
-            case .ended: break
-            }
+        for payment in payments.newestFirst.reversed() where payment.peer == peer {
+            let id = payment.request.paymentID
+            actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(
+                .connectionFailed, "the business disconnected")), .failed(.connectionFailed))
+            actions += end(id, of: peer, from: [.accepted], .error(peer, id, PaymentError(
+                .outcomeUnknown, "disconnected after accepting; look the payment up by its id")), .failed(.outcomeUnknown))
         }
         return actions + [.emit(.disconnected(peer))]
     }
+
+    /// The daemon is stopping: shown payments are declined (their business is told) and nothing new is shown;
+    /// accepted ones go on until their result, which `hasUnended` waits for.
+    public mutating func shutdown() -> [CustomerAction] {
+        stopping = true
+        var actions: [CustomerAction] = []
+        for payment in payments.newestFirst where payment.phase == .shown {
+            actions += (try? cancel(payment.request.paymentID)) ?? []
+        }
+        return actions
+    }
+
+    /// Whether a payment is still shown or accepted: a stopping daemon waits until each has ended with its event.
+    public var hasUnended: Bool { payments.newestFirst.contains { if case .ended = $0.phase { false } else { true } } }
 
     /// Ends the registration: advertising stops and every connection closes, each with its `disconnected`.
     public mutating func stop() -> [CustomerAction] {
         guard isReceiving else { return [] }
         var actions: [CustomerAction] = [.stopAdvertising]
-        for peer in peers.keys.sorted() { actions += [.disconnect(peer)] + disconnected(peer) }
+        for peer in sessions.keys.sorted() { actions += [.disconnect(peer)] + disconnected(peer) }
         isReceiving = false
         return actions
     }
 
-    private func shown(_ paymentID: PaymentID, of peer: PeerID) throws(PaymentError) -> Payment {
-        guard isReceiving, let payment = peers[peer]?[paymentID] else { throw PaymentError(.notFound) }
+    /// A payment this registration was shown (the newest showing, if shown over several connections).
+    public func snapshot(of id: PaymentID) -> PaymentSnapshot? { payments[id].map(Self.snapshot) }
+
+    /// The payments shown, newest first.
+    public var snapshots: [PaymentSnapshot] { payments.newestFirst.map(Self.snapshot) }
+
+    private static func snapshot(_ payment: Payment) -> PaymentSnapshot {
+        let status: PaymentStatus = switch payment.phase {
+        case .shown: .open
+        case .accepted: .accepted
+        case .ended(let status): status
+        }
+        return PaymentSnapshot(request: payment.request, peer: payment.peer, status: status, receipt: payment.receipt)
+    }
+
+    /// Shows a request unless it was shown already (a repeat, or one declined or ended), or the clocks differ by more
+    /// than the tolerance: then the business hears `clock-skew` and the app an `error` naming the payment.
+    private mutating func show(_ request: PaymentRequest, from peer: PeerID, at now: Timestamp) -> [CustomerAction] {
+        let id = request.paymentID
+        if let known = payments[id], known.phase != .ended(.failed(.connectionFailed)) { return [] }
+        guard !stopping else { return [] }
+        let tolerance = Self.clockToleranceMilliseconds
+        let ahead = request.createdAt.millisecondsSince1970 > now.millisecondsSince1970 + tolerance
+        let past = now.millisecondsSince1970 > request.expiresAt.millisecondsSince1970 + tolerance
+        let deadline = now.adding(milliseconds: request.expiresAt.millisecondsSince1970
+            - min(request.createdAt.millisecondsSince1970, request.expiresAt.millisecondsSince1970))
+        guard ahead || past else {
+            payments.begin(id, Payment(request: request, peer: peer, phase: .shown, deadline: deadline))
+            return [.emit(.receivedPayment(peer, request))]
+        }
+        let error = PaymentError(.clockSkew, ahead
+            ? "the request is dated \((request.createdAt.millisecondsSince1970 - now.millisecondsSince1970) / 1000) s after this device's clock"
+            : "the request expired \((now.millisecondsSince1970 - request.expiresAt.millisecondsSince1970) / 1000) s before this device's clock")
+        payments.begin(id, Payment(request: request, peer: peer, phase: .ended(.failed(.clockSkew)), deadline: deadline))
+        let notice = (try? ErrorMessage(code: .clockSkew, paymentID: id, detail: nil)).map { Message.error($0) }
+        return (notice.map { [.send(peer, $0)] } ?? []) + [.emit(.error(peer, id, error))]
+    }
+
+    private func shown(_ paymentID: PaymentID) throws(PaymentError) -> Payment {
+        guard isReceiving, let payment = payments[paymentID] else { throw PaymentError(.notFound) }
         switch payment.phase {
         case .shown: return payment
         case .accepted: throw PaymentError(.alreadyPaid, "already accepted")
@@ -171,11 +234,11 @@ public struct CustomerMachine: Sendable {
         }
     }
 
-    private mutating func end(_ id: PaymentID, of peer: PeerID, from phases: Set<Phase>, _ event: CustomerEvent)
-        -> [CustomerAction]
-    {
-        guard let phase = peers[peer]?[id]?.phase, phases.contains(phase) else { return [] }
-        peers[peer]![id]!.phase = .ended
+    private mutating func end(
+        _ id: PaymentID, of peer: PeerID, from phases: Set<Phase>, _ event: CustomerEvent, _ status: PaymentStatus
+    ) -> [CustomerAction] {
+        guard let payment = payments[id], payment.peer == peer, phases.contains(payment.phase) else { return [] }
+        payments[id]!.phase = .ended(status)
         return [.emit(event)]
     }
 }

@@ -1,5 +1,6 @@
 import BlepayDaemon
 import BlepayPayments
+import BlepayPaymentsTesting
 import BlepayProtocol
 import DBusKit
 import DBusTestSupport
@@ -8,37 +9,22 @@ import Logging
 let testLogger = Logger(label: "blepay.daemon.test")
 let fixedNow = Timestamp(millisecondsSince1970: 1_795_000_000_000)
 
-/// Acceptances signed with a device key and checked against it, for links without a session (in memory).
-struct DeviceSignatures: AcceptanceSigner, AcceptanceVerifier {
-    let key = SigningKey()
-
-    func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, peer: PeerID) throws(PaymentError) -> PaymentAcceptance {
-        do {
-            return try PaymentAcceptance(
-                paymentID: request.paymentID, amount: request.amount, tipMinorUnits: terms.tipMinorUnits,
-                instrumentID: terms.instrumentID, delegatedInstrument: terms.delegatedInstrument,
-                createdAt: terms.acceptedAt, requestHash: request.hash, sessionHash: Hash32(Array(repeating: 0, count: 32)),
-                customerKey: key.publicKey, preAuthorization: nil, signature: .unsigned
-            ).signed(by: key)
-        } catch {
-            throw PaymentError(.unexpected, "\(error)")
-        }
-    }
-
-    func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, from peer: PeerID) -> PaymentError? {
-        guard acceptance.requestHash == request.hash,
-            isValidSignature(acceptance.signature, of: acceptance.signingBytes, by: acceptance.customerKey)
-        else { return PaymentError(.securityFailure) }
-        return nil
-    }
-}
+/// The merchant's certificate the in-memory sessions show, signed by a ledger key of the test's own.
+let testCertificate: MerchantCertificate = {
+    let ledgerKey = SigningKey()
+    return try! MerchantCertificate(
+        merchantID: "m_cafe", merchantName: "Café", signingKey: SigningKey().publicKey, noiseKey: SigningKey().publicKey,
+        validFrom: fixedNow, validUntil: fixedNow.adding(milliseconds: 3_600_000),
+        ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned
+    ).signed(by: ledgerKey)
+}()
 
 /// Both daemons' services on an in-memory network, their control objects on a private bus, and a client
 /// connection that calls them and hears their signals.
 final class ControlFixture: Sendable {
     let bus: TestBus
     let client: DBusConnection
-    let network = InMemoryNetwork()
+    let network = InMemoryNetwork(certificate: testCertificate)
     let ledger: InMemoryLedger
     let customer: CustomerService
     let business: BusinessService
@@ -49,16 +35,16 @@ final class ControlFixture: Sendable {
         ledger = InMemoryLedger(latency: ledgerLatency)
         bus = try TestBus()
         client = try await bus.connect()
-        let (network, signatures) = (network, DeviceSignatures())
+        let network = network
         customer = CustomerService(
             links: {
                 let (transport, _) = network.connectCustomer()
-                return CustomerService.Links(transport: transport, signer: signatures) {
+                return CustomerService.Links(transport: transport) {
                     while (try? await Task.sleep(for: .seconds(3600))) != nil {}
                 }
-            }, clock: { fixedNow }, logger: testLogger)
+            }, signer: SigningKey(), clock: { fixedNow }, logger: testLogger)
         business = BusinessService(
-            links: BusinessService.Links(transport: network.business, verifier: signatures) {
+            links: BusinessService.Links(transport: network.business) {
                 while (try? await Task.sleep(for: .seconds(3600))) != nil {}
             },
             ledger: ledger, signer: SigningKey(), merchant: .init(id: "m_cafe", name: "Café"),

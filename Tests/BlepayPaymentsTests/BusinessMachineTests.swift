@@ -10,21 +10,21 @@ import Testing
 
     func open(_ peers: PeerID...) throws -> BusinessMachine {
         var m = BusinessMachine(verifier: Verifier())
-        for peer in peers { _ = m.connected(peer, at: Fixture.t0) }
+        for peer in peers { _ = m.connected(peer, Fixture.session, at: Fixture.t0) }
         _ = try m.request(r, at: Fixture.t0)
         return m
     }
 
     @Test func aRequestIsOfferedToEveryConnectedCustomerAndToLateComers() throws {
         var m = BusinessMachine(verifier: Verifier())
-        _ = m.connected(p1, at: Fixture.t0)
-        _ = m.connected(p2, at: Fixture.t0)
+        _ = m.connected(p1, Fixture.session, at: Fixture.t0)
+        _ = m.connected(p2, Fixture.session, at: Fixture.t0)
         #expect(try m.request(r, at: Fixture.t0) == [
             .send(p1, .paymentRequest(r)), .emit(.offered(id, p1)), .send(p2, .paymentRequest(r)), .emit(.offered(id, p2)),
         ])
-        #expect(m.connected(p3, at: Fixture.later(1_000)) == [.send(p3, .paymentRequest(r)), .emit(.offered(id, p3))])
-        #expect(m.connected(p3, at: Fixture.later(1_000)).isEmpty)
-        #expect(m.connected(PeerID(4), at: r.expiresAt).isEmpty)
+        #expect(m.connected(p3, Fixture.session, at: Fixture.later(1_000)) == [.send(p3, .paymentRequest(r)), .emit(.offered(id, p3))])
+        #expect(m.connected(p3, Fixture.session, at: Fixture.later(1_000)).isEmpty)
+        #expect(m.connected(PeerID(4), Fixture.session, at: r.expiresAt).isEmpty)
         #expect(paymentError { _ = try m.request(r, at: Fixture.t0) } == .alreadyPaid)
         #expect(paymentError { _ = try m.request(Fixture.request(2), at: Fixture.later(Fixture.lifetime)) } == .expired)
     }
@@ -65,7 +65,7 @@ import Testing
         #expect(forged.events == [.acceptanceRefused(id, by: p3, PaymentError(.securityFailure, "bad signature"))])
         // Refused customers are no longer offered it; a new one can still pay.
         let p4 = PeerID(4)
-        _ = m.connected(p4, at: Fixture.t0)
+        _ = m.connected(p4, Fixture.session, at: Fixture.t0)
         #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p4, at: Fixture.t0).executions.count == 1)
     }
 
@@ -108,11 +108,11 @@ import Testing
         #expect(paymentError { _ = try m.cancel(Fixture.id(9)) } == .notFound)
         #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).events
             == [.acceptanceRefused(id, by: p1, PaymentError(.userCancelled, "the payment has ended"))])
-        #expect(m.connected(p3, at: Fixture.t0).isEmpty)
+        #expect(m.connected(p3, Fixture.session, at: Fixture.t0).isEmpty)
     }
 
-    @Test(arguments: [PaymentErrorCode.insufficientFunds, .limitExceeded, .invalidInstrument, .expired, .ledgerOffline])
-    func aRefusingLedgerFailsThePaymentForEveryone(code: PaymentErrorCode) throws {
+    @Test(arguments: [PaymentErrorCode.expired, .alreadyPaid, .notFound, .ledgerOffline, .ledgerError])
+    func aRefusalOfTheRequestEndsItForEveryone(code: PaymentErrorCode) throws {
         var m = try open(p1, p2, p3)
         _ = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0)
         // Only the winner learns why; the others, that the request was withdrawn, even if they accepted too.
@@ -124,12 +124,67 @@ import Testing
         ])
         let late = m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p2, at: Fixture.t0)
         #expect(late.events == [.acceptanceRefused(id, by: p2, PaymentError(.userCancelled, "the payment has ended"))])
+        #expect(m.snapshot(of: id)?.status == .failed(code))
+    }
+
+    /// A throw-away key that accepts first (the ledger knows no such account), or a customer with no funds, fails
+    /// only its own acceptance: the request stays open and a genuine customer still pays it.
+    @Test(arguments: [PaymentErrorCode.invalidInstrument, .insufficientFunds, .limitExceeded, .blocked, .rejected,
+        .invalidCredentials, .preAuthorizationInvalid, .securityFailure, .amountMismatch])
+    func aRefusalOfThePayerFailsOnlyItsAcceptance(code: PaymentErrorCode) throws {
+        var m = try open(p1, p2, p3)
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p1, at: Fixture.t0).executions.count == 1)
+        #expect(m.receive(.paymentAcceptance(Fixture.acceptance(of: r)), from: p2, at: Fixture.t0).isEmpty)  // too late
+        let refusal = PaymentError(code, "unknown-account")
+        #expect(m.ledgerAnswered(id, .notExecuted(refusal), at: Fixture.t0) == [
+            .send(p1, .paymentResult(try PaymentResult(paymentID: id, outcome: .failed(code, detail: nil)))),
+            .emit(.acceptanceRefused(id, by: p1, refusal)),
+        ])
+        #expect(m.snapshot(of: id)?.status == .open)
+        // p1 is not offered it again on this link; p2, whose acceptance came during the execution, accepts again.
+        #expect(m.connected(p1, Fixture.session, at: Fixture.t0).isEmpty)
+        let honest = Fixture.acceptance(of: r, tip: 100)
+        #expect(m.receive(.paymentAcceptance(honest), from: p2, at: Fixture.t0)
+            == [.emit(.accepted(id, by: p2, total: Fixture.money(2650))), .execute(r, honest)])
+        let receipt = Fixture.receipt(for: honest)
+        #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0) == [
+            .send(p2, .paymentResult(try PaymentResult(paymentID: id, outcome: .finished(receipt)))),
+            .send(p3, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p2, receipt)),
+        ])
+    }
+
+    /// A ledger answer whose receipt names another payment (or another amount) is no result: it is looked up.
+    @Test func aReceiptOfAnotherPaymentIsNotAResult() throws {
+        var m = try open(p1, p2)
+        let a = Fixture.acceptance(of: r)
+        _ = m.receive(.paymentAcceptance(a), from: p1, at: Fixture.t0)
+        let other = Fixture.receipt(for: Fixture.acceptance(of: Fixture.request(7)))
+        #expect(m.ledgerAnswered(id, .executed(other), at: Fixture.t0) == [.emit(.outcomePending(id)), .lookUpStatus(id)])
+        let tipped = Fixture.receipt(for: Fixture.acceptance(of: r, tip: 1))
+        #expect(m.ledgerAnswered(id, .executed(tipped), at: Fixture.t0) == [.lookUpStatus(id)])
+        #expect(m.snapshot(of: id)?.status == .accepted)
+        #expect(m.ledgerAnswered(id, .executed(Fixture.receipt(for: a)), at: Fixture.t0).events
+            == [.finished(id, by: p1, Fixture.receipt(for: a))])
+    }
+
+    /// A customer that refuses a request (its clock is off) leaves the offer, and the business hears why.
+    @Test func aCustomersErrorAboutARequestIsReported() throws {
+        var m = try open(p1, p2)
+        let skew = try ErrorMessage(code: .clockSkew, paymentID: id, detail: nil)
+        #expect(m.receive(.error(skew), from: p1, at: Fixture.t0) == [.emit(.customerRefused(id, by: p1, PaymentError(.clockSkew)))])
+        #expect(m.receive(.error(skew), from: p1, at: Fixture.t0).isEmpty)
+        let acceptance = Fixture.acceptance(of: r)
+        #expect(m.receive(.paymentAcceptance(acceptance), from: p1, at: Fixture.t0).events
+            == [.acceptanceRefused(id, by: p1, PaymentError(.notFound, "the payment was not offered on this connection"))])
+        let receipt = Fixture.receipt(for: acceptance)
+        _ = m.receive(.paymentAcceptance(acceptance), from: p2, at: Fixture.t0)
+        #expect(m.ledgerAnswered(id, .executed(receipt), at: Fixture.t0).messages(to: p1).isEmpty)
     }
 
     @Test func tipsAboveTheMerchantsLimitAreRefused() throws {
         var m = BusinessMachine(verifier: Verifier(), maximumTipPercent: 20)
-        _ = m.connected(p1, at: Fixture.t0)
-        _ = m.connected(p2, at: Fixture.t0)
+        _ = m.connected(p1, Fixture.session, at: Fixture.t0)
+        _ = m.connected(p2, Fixture.session, at: Fixture.t0)
         _ = try m.request(r, at: Fixture.t0)
         let greedy = m.receive(.paymentAcceptance(Fixture.acceptance(of: r, tip: 511)), from: p1, at: Fixture.t0)
         #expect(greedy.events == [.acceptanceRefused(id, by: p1, PaymentError(.amountMismatch, "a tip over 20% of the amount"))])
@@ -162,16 +217,34 @@ import Testing
             == [.send(p3, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p1, receipt))])
     }
 
-    @Test func openRequestsExpireAndEndedOnesAreForgottenLater() throws {
+    @Test func openRequestsExpireAndEndedOnesAreRememberedUpToTheCapacity() throws {
         var m = try open(p1)
         #expect(m.tick(at: Fixture.later(Fixture.lifetime - 1)).isEmpty)
         #expect(m.tick(at: r.expiresAt) == [.send(p1, .cancelPayment(CancelPayment(paymentID: id, reason: .expired))), .emit(.expired(id))])
         #expect(m.tick(at: r.expiresAt).isEmpty)
         #expect(paymentError { _ = try m.cancel(id) } == .notFound)
-        _ = m.tick(at: r.expiresAt.adding(milliseconds: 10 * 60 * 1000))
-        // Forgotten: the id can be used again.
-        let reused = Fixture.request(1, at: r.expiresAt.adding(milliseconds: 10 * 60 * 1000))
-        #expect(throws: Never.self) { _ = try m.request(reused, at: reused.createdAt) }
+        #expect(m.snapshot(of: id)?.status == .expired)
+        let later = r.expiresAt.adding(milliseconds: 10 * 60 * 1000)
+        #expect(paymentError { _ = try m.request(Fixture.request(1, at: later), at: later) } == .alreadyPaid)
+        // A thousand newer payments push the oldest ended one out; open ones stay whatever their age.
+        var open = try PaymentRequest(
+            paymentID: Fixture.id(200), amount: Fixture.money(1), reference: nil, merchantID: "m_cafe.42", merchantName: "Café",
+            createdAt: later, expiresAt: later.adding(milliseconds: 900_000), businessOnline: true,
+            signature: Fixture.signature)
+        _ = try m.request(open, at: later)
+        for n in 0..<1000 {
+            let next = try PaymentRequest(
+                paymentID: .random(), amount: Fixture.money(1), reference: nil, merchantID: "m_cafe.42",
+                merchantName: "Café", createdAt: later, expiresAt: later.adding(milliseconds: 1), businessOnline: true,
+                signature: Fixture.signature)
+            _ = try m.request(next, at: later)
+            _ = m.tick(at: later.adding(milliseconds: UInt64(n) + 1))
+        }
+        #expect(m.snapshot(of: id) == nil)
+        #expect(m.snapshot(of: open.paymentID)?.status == .open)
+        #expect(m.snapshots.count == 1000)
+        open = Fixture.request(1, at: later)
+        #expect(throws: Never.self) { _ = try m.request(open, at: later) }
     }
 
     @Test func messagesACustomerMustNotSendAreIgnored() throws {

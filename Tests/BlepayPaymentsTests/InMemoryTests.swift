@@ -1,11 +1,12 @@
 import BlepayPayments
+import BlepayPaymentsTesting
 import BlepayProtocol
 import Testing
 
 /// The drivers end to end over the in-memory network and ledger, with the link's faults.
 @Suite struct InMemoryTests {
     @Test func oneOfTwentyPaysAndNineteenHearOtherPaidForEveryPayment() async throws {
-        let scenario = BroadcastScenario(customers: 20)
+        let scenario = try BroadcastScenario(customers: 20)
         let watchdog = scenario.network.watchdog(after: .seconds(60))
         defer { watchdog.cancel() }
         for round in 1...3 {
@@ -18,7 +19,7 @@ import Testing
     }
 
     @Test func duplicatedAndDelayedMessagesChangeNothing() async throws {
-        let scenario = BroadcastScenario(
+        let scenario = try BroadcastScenario(
             customers: 5, faults: .init(delay: .milliseconds(1), dropRate: 0, duplicateRate: 0.5))
         let watchdog = scenario.network.watchdog(after: .seconds(60))
         defer { watchdog.cancel() }
@@ -29,10 +30,10 @@ import Testing
 
     @Test func theNetworkLosesDuplicatesAndCutsAsConfigured() async throws {
         for (faults, copies) in [(InMemoryNetwork.Faults(dropRate: 1), 0), (.init(duplicateRate: 1), 2), (.none, 1)] {
-            let network = InMemoryNetwork(faults: faults)
+            let network = InMemoryNetwork(certificate: Fixture.certificate, faults: faults)
             let (customer, peer) = network.connectCustomer()
             var events = customer.events.makeAsyncIterator()
-            #expect(await events.next() == .connected(peer))
+            guard case .connected(peer, _)? = await events.next() else { Issue.record("not connected first"); return }
             let message = Message.otherPaid(OtherPaid(paymentID: Fixture.id(1)))
             network.business.send(message, to: peer)
             network.business.send(.otherPaid(OtherPaid(paymentID: Fixture.id(2))), to: peer)
@@ -51,7 +52,7 @@ import Testing
     }
 
     @Test func aLostLedgerAnswerIsLookedUpAndTheCustomerLeavingMidFlowLearnsItIsUnknown() async throws {
-        let network = InMemoryNetwork()
+        let network = InMemoryNetwork(certificate: Fixture.certificate)
         let watchdog = network.watchdog(after: .seconds(60))
         defer { watchdog.cancel() }
         let ledger = InMemoryLedger { _ in .executeAndLoseAnswer }
@@ -72,7 +73,7 @@ import Testing
             return
         }
         #expect(request.paymentID == id && request.reference == "table 4")
-        try await customer.acceptPayment(id, from: peer, amount: request.amount, instrumentID: "card-1", delegatedInstrument: false)
+        try await customer.acceptPayment(id, amount: request.amount, instrumentID: "card-1", delegatedInstrument: false)
 
         var seen: [BusinessEvent] = []
         while seen.count < 4, let event = await businessEvents.next() {
@@ -100,7 +101,7 @@ import Testing
 
 struct PassThrough: RequestSigner, AcceptanceSigner {
     func sign(_ request: PaymentRequest) -> PaymentRequest { request }
-    func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, peer: PeerID) -> PaymentAcceptance {
+    func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, session: PeerSession) -> PaymentAcceptance {
         Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
     }
 }

@@ -20,7 +20,9 @@ struct Simulation {
     var executedInTruth: [PaymentID: Receipt] = [:]
 
     // Records.
-    var executions: [PaymentID: Int] = [:]
+    /// Executions asked while an earlier one of the same payment could still have moved money (being executed,
+    /// looked up, or executed): each would be a double charge. One after a refusal is the next payer's turn.
+    var executedAgain: [PaymentID] = []
     var customerEvents: [PeerID: [CustomerEvent]] = [:]
     var businessEvents: [BusinessEvent] = []
     /// Connections a machine closed by itself: none should, as every peer here follows the protocol.
@@ -40,10 +42,10 @@ struct Simulation {
         let peer = PeerID(UInt64(customers.count + 1))
         var customer = CustomerMachine()
         customer.start()
-        _ = customer.connected(peer)
+        _ = customer.connected(peer, Fixture.session)
         customers[peer] = customer
         connected.insert(peer)
-        apply(business.connected(peer, at: now))
+        apply(business.connected(peer, Fixture.session, at: now))
     }
 
     mutating func disconnect(_ peer: PeerID) {
@@ -76,13 +78,13 @@ struct Simulation {
         guard let request = shown.randomElement(using: &random) else { return }
         let roll = Int.random(in: 0..<10, using: &random)
         if roll < 2 {
-            apply((try? customers[peer]!.cancel(request.paymentID, from: peer)) ?? [], of: peer)
+            apply((try? customers[peer]!.cancel(request.paymentID)) ?? [], of: peer)
         } else {
             let wrong = roll == 2 ? Fixture.money(request.amount.minorUnits + 1) : request.amount
             let terms = AcceptanceTerms(
                 tipMinorUnits: UInt64.random(in: 0...500, using: &random), instrumentID: roll == 3 ? "forged-1" : "card-1",
                 delegatedInstrument: false, acceptedAt: now)
-            apply((try? customers[peer]!.accept(request.paymentID, from: peer, amount: wrong, terms: terms)) ?? [], of: peer)
+            apply((try? customers[peer]!.accept(request.paymentID, amount: wrong, terms: terms)) ?? [], of: peer)
         }
     }
 
@@ -171,7 +173,10 @@ struct Simulation {
             } else if !executing.isEmpty || !lookingUp.isEmpty {
                 ledgerAnswers(definitively: true)
             } else if requests.values.contains(where: {
-                $0.expiresAt.adding(milliseconds: CustomerMachine.answerGraceMilliseconds) > now
+                // A customer counts a request's lifetime from its arrival, which may come up to the clock tolerance
+                // after the business's expiry (a request held up that long is taken for a clock behind).
+                $0.expiresAt.adding(milliseconds: $0.expiresAt.millisecondsSince1970 - $0.createdAt.millisecondsSince1970
+                    + CustomerMachine.clockToleranceMilliseconds + CustomerMachine.answerGraceMilliseconds) > now
             }) {
                 advance(60_000)
             } else {
@@ -197,7 +202,8 @@ struct Simulation {
             case .emit(let event): businessEvents.append(event)
             case .send(let peer, let message): if connected.contains(peer) { toCustomer[peer, default: []].append(message) }
             case .execute(_, let acceptance):
-                executions[acceptance.paymentID, default: 0] += 1
+                let id = acceptance.paymentID
+                if executing[id] != nil || lookingUp.contains(id) || executedInTruth[id] != nil { executedAgain.append(id) }
                 executing[acceptance.paymentID] = acceptance
             case .lookUpStatus(let id): lookingUp.insert(id)
             }
@@ -209,7 +215,7 @@ struct Simulation {
             switch action {
             case .emit(let event): customerEvents[peer, default: []].append(event)
             case .send(_, let message): if connected.contains(peer) { toBusiness[peer, default: []].append(message) }
-            case .sendAcceptance(_, let request, let terms):
+            case .sendAcceptance(_, let request, let terms, _):
                 let acceptance = Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
                 if connected.contains(peer) { toBusiness[peer, default: []].append(.paymentAcceptance(acceptance)) }
             case .disconnect:

@@ -45,11 +45,16 @@ enum Fixture {
     }
 
     static func later(_ ms: UInt64) -> Timestamp { t0.adding(milliseconds: ms) }
+
+    static let certificate = try! MerchantCertificate(
+        merchantID: "m_cafe.42", merchantName: "Café", signingKey: key, noiseKey: key, validFrom: t0,
+        validUntil: later(3_600_000), ledgerKeyID: FixedBytes<Bytes8>(Array(repeating: 2, count: 8)), signature: signature)
+    static let session = PeerSession(version: 1, sessionHash: hash, capabilities: [.online], certificate: certificate)
 }
 
 /// Accepts every acceptance except those whose instrument id starts with `forged`.
 struct Verifier: AcceptanceVerifier {
-    func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, from peer: PeerID) -> PaymentError? {
+    func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, session: PeerSession) -> PaymentError? {
         acceptance.instrumentID.hasPrefix("forged") ? PaymentError(.securityFailure, "bad signature") : nil
     }
 }

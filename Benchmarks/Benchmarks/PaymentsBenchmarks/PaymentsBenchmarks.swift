@@ -1,5 +1,6 @@
 import Benchmark
 import BlepayPayments
+import BlepayPaymentsTesting
 
 /// One request offered to 20 in-memory customers, accepted by one, the other 19 told `otherPaid`: the drivers,
 /// machines, codec and in-memory links without a radio, as the baseline for the same figure over BLE.
@@ -8,7 +9,7 @@ let benchmarks: @Sendable () -> Void = {
         "business-broadcast-20",
         configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
     ) { benchmark in
-        let scenario = BroadcastScenario(customers: 20)
+        let scenario = try BroadcastScenario(customers: 20)
         // Connecting the customers is set-up; the payment is what is measured.
         _ = try await scenario.pay()
         benchmark.startMeasurement()

@@ -113,7 +113,7 @@ public enum ControlAPI {
     }
 
     /// A payment as `PaymentStatus` and `ListPayments` give it: `(s payment_id, s status, a{sv} details)`.
-    static func entry(_ entry: PaymentBook.Entry) -> DBusValue {
+    static func entry(_ entry: PaymentSnapshot) -> DBusValue {
         var details = details(entry.request)
         if let receipt = entry.receipt { details.merge(Self.details(receipt)) { $1 } }
         if case .failed(let code) = entry.status { details["code"] = .string(code.name) }

@@ -39,6 +39,9 @@ extension ControlAPI {
         case .declined(let payment, let peer):
             (kind, id) = ("declined", payment)
             details["peer"] = .uint64(peer.rawValue)
+        case .customerRefused(let payment, let peer, let error):
+            (kind, id) = ("customerRefused", payment)
+            details = Self.details(error).merging(["peer": .uint64(peer.rawValue)]) { $1 }
         case .accepted(let payment, let peer, let total):
             (kind, id) = ("accepted", payment)
             details = ["peer": .uint64(peer.rawValue), "total": .uint64(total.minorUnits), "currency": .string(total.currency.code)]

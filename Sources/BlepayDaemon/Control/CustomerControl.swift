@@ -52,6 +52,8 @@ public enum CustomerControl {
         let handle = try await connection.export(
             ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving)])
         receiving.handle = handle
+        // The daemon may have started receiving before the object was exported.
+        await receiving.update(service)
         try await ControlAPI.serve(
             handle, as: name, on: connection, interface: ControlAPI.customerInterface, events: service.events,
             signal: ControlAPI.signal, logger: logger, ready: ready)

@@ -33,7 +33,7 @@ public struct BusinessDaemon: Service, CustomStringConvertible {
                 maximumConnections: context.configuration.maximumConnections),
             logger: context.logger, clock: context.clock)
         let service = BusinessService(
-            links: BusinessService.Links(transport: transport, verifier: SessionAcceptanceVerifier(transport: transport)) {
+            links: BusinessService.Links(transport: transport) {
                 try await transport.run { readiness.report("bluetooth") }
             },
             ledger: LedgerBackend(client: context.ledger), signer: context.identity.signingKey,

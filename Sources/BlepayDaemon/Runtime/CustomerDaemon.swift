@@ -30,10 +30,10 @@ public struct CustomerDaemon: Service, CustomStringConvertible {
                 let transport = CustomerTransport(
                     adapter: context.adapter, configuration: .init(trustedLedgerKeys: keys), capabilities: [.online],
                     logger: context.logger, clock: context.clock)
-                return CustomerService.Links(
-                    transport: transport, signer: SessionAcceptanceSigner(transport: transport, deviceKey: deviceKey)
-                ) { try await transport.run { readiness.report("bluetooth") } }
-            }, clock: context.clock, logger: context.logger)
+                return CustomerService.Links(transport: transport) {
+                    try await transport.run { readiness.report("bluetooth") }
+                }
+            }, signer: deviceKey, clock: context.clock, logger: context.logger)
         await service.startReceiving()
         try await DaemonPart.run(
             notify: notify,

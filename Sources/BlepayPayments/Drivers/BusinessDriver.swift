@@ -1,7 +1,8 @@
 import BlepayProtocol
 
 /// Runs a `BusinessMachine` against a transport and a ledger: the business's side of blepay as an app uses it.
-/// Everything the machine decides happens here; nothing is decided here.
+/// Everything the machine decides happens here; nothing is decided here. Ledger calls run as child tasks of `run`,
+/// so none outlives it.
 public actor BusinessDriver {
     public struct Merchant: Sendable {
         public let id: String
@@ -10,6 +11,13 @@ public actor BusinessDriver {
             self.id = id
             self.name = name
         }
+    }
+
+    /// A call to the ledger, carried out in `run`'s task group.
+    private enum Job: Sendable {
+        case execute(PaymentRequest, PaymentAcceptance)
+        case lookUp(PaymentID, after: Duration)
+        case cancel(PaymentID)
     }
 
     private var machine: BusinessMachine
@@ -22,12 +30,15 @@ public actor BusinessDriver {
     private let lookUpInterval: Duration
     private var lookUps: [PaymentID: Int] = [:]
     private let tickInterval: Duration
+    private let jobs = AsyncStream<Job>.makeStream()
+    private let quiescence = Quiescence()
+    private var stopping = false
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     public nonisolated let events: AsyncStream<BusinessEvent>
 
     public init(
         transport: any PaymentTransport, ledger: any PaymentLedger, signer: any RequestSigner,
-        verifier: any AcceptanceVerifier, merchant: Merchant, maximumTipPercent: UInt64 = 100,
+        verifier: any AcceptanceVerifier = SignatureVerifier(), merchant: Merchant, maximumTipPercent: UInt64 = 100,
         lookUpInterval: Duration = .seconds(1), tickInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp
     ) {
@@ -42,19 +53,21 @@ public actor BusinessDriver {
         (events, continuation) = AsyncStream.makeStream()
     }
 
-    /// Handles transport events, and expires requests on time, until the transport ends.
+    /// Handles transport events, expires requests on time and calls the ledger, until the transport ends or the
+    /// calling task is cancelled; ledger calls still under way are cancelled then.
     public func run() async {
-        let ticker = Task { [tickInterval] in
-            while (try? await Task.sleep(for: tickInterval)) != nil { tick() }
-        }
-        defer { ticker.cancel() }
-        for await event in transport.events {
-            let now = clock()
-            switch event {
-            case .connected(let peer): perform(machine.connected(peer, at: now))
-            case .received(let peer, let message): perform(machine.receive(message, from: peer, at: now))
-            case .disconnected(let peer): machine.disconnected(peer)
+        await withDiscardingTaskGroup { group in
+            group.addTask { [self, tickInterval] in
+                while (try? await Task.sleep(for: tickInterval)) != nil { await tick() }
             }
+            group.addTask { [self, transport, jobs] in
+                for await event in transport.events { await handle(event) }
+                jobs.continuation.finish()
+            }
+            for await job in jobs.stream {
+                group.addTask { [self] in await carryOut(job) }
+            }
+            group.cancelAll()
         }
         continuation.finish()
     }
@@ -82,7 +95,42 @@ public actor BusinessDriver {
     /// Withdraws an open request from every customer (fire and forget).
     public func cancelPayment(_ paymentID: PaymentID) throws(PaymentError) { perform(try machine.cancel(paymentID)) }
 
+    public func snapshot(of paymentID: PaymentID) -> PaymentSnapshot? { machine.snapshot(of: paymentID) }
+
+    /// The requests sent, newest first.
+    public var snapshots: [PaymentSnapshot] { machine.snapshots }
+
+    /// The daemon is stopping: open requests are withdrawn (their customers told), payments being executed are
+    /// waited for up to `limit` so that they end with their result; then `events` ends.
+    public func shutdown(waitingAtMost limit: Duration = .seconds(15)) async {
+        stopping = true
+        perform(machine.shutdown())
+        if machine.hasUnended { _ = await quiescence.wait(atMost: limit) }
+        continuation.finish()
+    }
+
+    private func handle(_ event: TransportEvent) {
+        let now = clock()
+        switch event {
+        case .connected(let peer, let session): perform(machine.connected(peer, session, at: now))
+        case .received(let peer, let message): perform(machine.receive(message, from: peer, at: now))
+        case .disconnected(let peer): machine.disconnected(peer)
+        }
+    }
+
     private func tick() { perform(machine.tick(at: clock())) }
+
+    private func carryOut(_ job: Job) async {
+        switch job {
+        case .execute(let request, let acceptance):
+            ledgerAnswered(request.paymentID, await ledger.execute(request, acceptance))
+        case .lookUp(let id, let pause):
+            guard (try? await Task.sleep(for: pause)) != nil else { return }
+            ledgerAnswered(id, await ledger.status(of: id))
+        case .cancel(let id):
+            await ledger.cancel(id)
+        }
+    }
 
     private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
         if case .unknown = outcome {} else { lookUps[id] = nil }
@@ -95,26 +143,19 @@ public actor BusinessDriver {
             case .emit(let event):
                 continuation.yield(event)
                 switch event {
-                case .cancelled(let id), .expired(let id): Task { await ledger.cancel(id) }
+                case .cancelled(let id), .expired(let id): jobs.continuation.yield(.cancel(id))
                 default: break
                 }
             case .send(let peer, let message):
                 transport.send(message, to: peer)
             case .execute(let request, let acceptance):
-                Task {
-                    let outcome = await ledger.execute(request, acceptance)
-                    ledgerAnswered(request.paymentID, outcome)
-                }
+                jobs.continuation.yield(.execute(request, acceptance))
             case .lookUpStatus(let id):
                 let attempt = lookUps[id, default: 0]
                 lookUps[id] = attempt + 1
-                let pause = min(lookUpInterval * (1 << min(attempt, 16)), .seconds(30))
-                Task {
-                    try? await Task.sleep(for: pause)
-                    let outcome = await ledger.status(of: id)
-                    ledgerAnswered(id, outcome)
-                }
+                jobs.continuation.yield(.lookUp(id, after: min(lookUpInterval * (1 << min(attempt, 16)), .seconds(30))))
             }
         }
+        if stopping { quiescence.check(machine.hasUnended) }
     }
 }

@@ -22,6 +22,7 @@ public enum PaymentErrorCode: UInt16, Sendable, Hashable, CaseIterable, CustomSt
     case protocolViolation = 400
     case versionMismatch = 401
     case securityFailure = 402
+    case clockSkew = 403
     case unexpected = 900
 
     /// The stable name, e.g. `insufficient-funds`.
@@ -46,6 +47,7 @@ public enum PaymentErrorCode: UInt16, Sendable, Hashable, CaseIterable, CustomSt
         case .protocolViolation: "protocol-violation"
         case .versionMismatch: "version-mismatch"
         case .securityFailure: "security-failure"
+        case .clockSkew: "clock-skew"
         case .unexpected: "unexpected"
         }
     }
@@ -72,6 +74,7 @@ public enum PaymentErrorCode: UInt16, Sendable, Hashable, CaseIterable, CustomSt
         case .protocolViolation: "The other device broke the blepay protocol."
         case .versionMismatch: "The other device speaks no common blepay protocol version."
         case .securityFailure: "The secure session failed; the other device could not be trusted."
+        case .clockSkew: "This device's clock and the other side's differ by more than the protocol allows."
         case .unexpected: "Something unexpected went wrong."
         }
     }

@@ -1,3 +1,4 @@
+import BlepayPayments
 import BlepayProtocol
 import Synchronization
 
@@ -38,10 +39,11 @@ public final class InMemoryLedger: PaymentLedger {
             switch behaviour {
             case .refuse(let code): return .notExecuted(PaymentError(code))
             case .execute, .executeAndLoseAnswer:
-                let receipt = try! Receipt(
+                guard let receipt = try? Receipt(
                     paymentID: id, status: .settled, transactionID: "tx-\(state.executed.count + 1)",
                     amount: acceptance.amount, tipMinorUnits: acceptance.tipMinorUnits, issuedAt: acceptance.createdAt,
                     ledgerSignature: .unsigned)
+                else { return .notExecuted(PaymentError(.ledgerError, "no receipt")) }
                 state.executed[id] = receipt
                 if case .executeAndLoseAnswer = behaviour { return .unknown("the answer was lost") }
                 return .executed(receipt)

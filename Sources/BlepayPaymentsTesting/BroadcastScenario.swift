@@ -1,8 +1,11 @@
+import BlepayPayments
 import BlepayProtocol
 
 /// A business and `customers` customers on an `InMemoryNetwork`: each `pay` offers one request to all of them,
 /// the first customer accepts, and it returns once the business has its receipt and every other customer its
-/// `otherPaid`. The in-memory baseline for the broadcast benchmark, and a test of the drivers end to end.
+/// `otherPaid`. The in-memory baseline for the broadcast benchmark, and a test of the drivers end to end: requests
+/// are signed by a merchant key its certificate names, acceptances by each customer's device key, and checked as the
+/// daemons check them.
 public final class BroadcastScenario {
     public struct Outcome: Sendable {
         public let receipt: Receipt
@@ -13,21 +16,6 @@ public final class BroadcastScenario {
         public let description: String
     }
 
-    private struct Unsigned: RequestSigner, AcceptanceSigner, AcceptanceVerifier {
-        func sign(_ request: PaymentRequest) -> PaymentRequest { request }
-        func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, peer: PeerID) -> PaymentAcceptance {
-            try! PaymentAcceptance(
-                paymentID: request.paymentID, amount: request.amount, tipMinorUnits: terms.tipMinorUnits,
-                instrumentID: terms.instrumentID, delegatedInstrument: terms.delegatedInstrument,
-                createdAt: terms.acceptedAt, requestHash: request.hash, sessionHash: Hash32(Array(repeating: 0, count: 32)),
-                customerKey: Key32(Array(repeating: 0, count: 32)), preAuthorization: nil,
-                signature: .unsigned)
-        }
-        func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, from peer: PeerID) -> PaymentError? {
-            acceptance.requestHash == request.hash ? nil : PaymentError(.securityFailure)
-        }
-    }
-
     public let network: InMemoryNetwork
     public let ledger = InMemoryLedger()
     public let business: BusinessDriver
@@ -36,20 +24,27 @@ public final class BroadcastScenario {
     private var businessEvents: AsyncStream<BusinessEvent>.Iterator
     private var tasks: [Task<Void, Never>] = []
 
-    public init(customers count: Int, faults: InMemoryNetwork.Faults = .none) {
+    public init(customers count: Int, faults: InMemoryNetwork.Faults = .none) throws {
         // A payment here takes milliseconds, far from any expiry: a fixed time keeps the scenario pure.
-        let clock: @Sendable () -> Timestamp = { Timestamp(millisecondsSince1970: 1_795_000_000_000) }
-        network = InMemoryNetwork(faults: faults)
+        let now = Timestamp(millisecondsSince1970: 1_795_000_000_000)
+        let clock: @Sendable () -> Timestamp = { now }
+        let (ledgerKey, merchantKey) = (SigningKey(), SigningKey())
+        let certificate = try MerchantCertificate(
+            merchantID: "m_bench", merchantName: "Bench", signingKey: merchantKey.publicKey,
+            noiseKey: SigningKey().publicKey, validFrom: now, validUntil: now.adding(milliseconds: 3_600_000),
+            ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned
+        ).signed(by: ledgerKey)
+        network = InMemoryNetwork(certificate: certificate, faults: faults)
         business = BusinessDriver(
-            transport: network.business, ledger: ledger, signer: Unsigned(), verifier: Unsigned(),
-            merchant: .init(id: "m_bench", name: "Bench"), clock: clock)
+            transport: network.business, ledger: ledger, signer: merchantKey,
+            merchant: .init(id: certificate.merchantID, name: certificate.merchantName), clock: clock)
         businessEvents = business.events.makeAsyncIterator()
         let (merged, sink) = AsyncStream<(Int, CustomerEvent)>.makeStream()
         customerEvents = merged.makeAsyncIterator()
         tasks.append(Task { [business] in await business.run() })
         for index in 0..<count {
             let (transport, peer) = network.connectCustomer()
-            let driver = CustomerDriver(transport: transport, signer: Unsigned(), clock: clock)
+            let driver = CustomerDriver(transport: transport, signer: SigningKey(), clock: clock)
             customers.append((driver, peer))
             tasks.append(Task { await driver.run() })
             tasks.append(Task { for await event in driver.events { sink.yield((index, event)) } })
@@ -69,7 +64,7 @@ public final class BroadcastScenario {
         }
         let winner = customers[0]
         try await winner.driver.acceptPayment(
-            id, from: winner.peer, amount: Money(minorUnits: minorUnits, currency: Currency("EUR")),
+            id, amount: Money(minorUnits: minorUnits, currency: Currency("EUR")),
             instrumentID: "card-1", delegatedInstrument: false)
         var otherPaid = 0, winnerFinished = false
         while otherPaid < customers.count - 1 || !winnerFinished {

@@ -1,3 +1,4 @@
+import BlepayPayments
 import BlepayProtocol
 import Synchronization
 
@@ -34,30 +35,43 @@ public final class InMemoryNetwork: Sendable {
     }
 
     private let faults: Faults
+    /// The business's certificate, as every customer's session shows it.
+    private let certificate: MerchantCertificate
     private let state: Mutex<(links: [PeerID: Link], next: UInt64, random: any RandomNumberGenerator & Sendable)>
     /// The business's end: one transport for all its customers.
     public let business = Endpoint()
 
     /// - Parameter random: decides which messages the faults hit; pass a seeded generator to replay a run.
-    public init(faults: Faults = .none, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+    public init(
+        certificate: MerchantCertificate, faults: Faults = .none,
+        random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) {
         self.faults = faults
+        self.certificate = certificate
         state = Mutex(([:], 1, random))
         business.network = self  // before anyone holds the endpoint
     }
 
     /// A customer comes into range and connects: returns its end of the link and the link's id (both ends use it).
-    public func connectCustomer() -> (transport: Endpoint, peer: PeerID) {
+    /// Both ends see the same session: a fresh session hash, the customer online.
+    public func connectCustomer(capabilities: Capabilities = [.online]) -> (transport: Endpoint, peer: PeerID) {
         let customer = Endpoint()
         customer.network = self  // before anyone holds the endpoint
-        let peer = state.withLock { state in
+        let (peer, hash) = state.withLock { state in
             defer { state.next += 1 }
-            return PeerID(state.next)
+            return (PeerID(state.next), (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &state.random) })
+        }
+        // 32 bytes always make a hash.
+        let session = (try? Hash32(hash)).map {
+            PeerSession(version: 1, sessionHash: $0, capabilities: capabilities, certificate: certificate)
         }
         let toCustomer = deliveries(to: customer, from: peer)
         let toBusiness = deliveries(to: business, from: peer)
         state.withLock { $0.links[peer] = Link(toCustomer: toCustomer, toBusiness: toBusiness, customer: customer) }
-        business.continuation.yield(.connected(peer))
-        customer.continuation.yield(.connected(peer))
+        if let session {
+            business.continuation.yield(.connected(peer, session))
+            customer.continuation.yield(.connected(peer, session))
+        }
         return (customer, peer)
     }
 
