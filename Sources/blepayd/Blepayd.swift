@@ -24,7 +24,7 @@ struct DaemonOptions: ParsableArguments {
 
     /// Loads the configuration (exit 78 with one line if it cannot be used), opens the daemon's context (exit 1 with
     /// one line if that fails) and runs `daemon` until SIGTERM or SIGINT.
-    func run(_ role: DaemonConfiguration.Role, _ daemon: (DaemonContext) -> any Service) async throws {
+    func run(_ role: DaemonConfiguration.Role, _ services: (DaemonContext) throws -> [any Service]) async throws {
         let file = config ?? "/etc/blepay/\(role.rawValue).toml"
         let configuration: DaemonConfiguration
         do {
@@ -42,7 +42,14 @@ struct DaemonOptions: ParsableArguments {
             FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let group = ServiceGroup(services: [daemon(context)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let group: ServiceGroup
+        do {
+            group = ServiceGroup(services: try services(context), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        logger.info("running", metadata: ["daemon": "\(context)"])
         try await group.run()
     }
 }
@@ -50,11 +57,11 @@ struct DaemonOptions: ParsableArguments {
 struct Customer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Receive payment requests over BLE and accept or cancel them.")
     @OptionGroup var options: DaemonOptions
-    func run() async throws { try await options.run(.customer) { CustomerDaemon(context: $0) } }
+    func run() async throws { try await options.run(.customer) { CustomerDaemon.services($0) } }
 }
 
 struct Business: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Send payment requests to customers nearby over BLE.")
     @OptionGroup var options: DaemonOptions
-    func run() async throws { try await options.run(.business) { BusinessDaemon(context: $0) } }
+    func run() async throws { try await options.run(.business) { try BusinessDaemon.services($0) } }
 }

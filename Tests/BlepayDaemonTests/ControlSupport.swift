@@ -57,7 +57,8 @@ final class ControlFixture: Sendable {
                 try? await CustomerControl.serve(customer, on: customerBus, wallet: wallet, logger: testLogger)
             },
             Task { try? await BusinessControl.serve(business, on: businessBus, logger: testLogger) },
-            Task { await business.run() },
+            Task { try? await business.serveLinks() },
+            Task { await business.runPayments() },
         ]
         for name in [ControlAPI.customerBusName, ControlAPI.businessBusName] {
             for _ in 0..<200 where try await client.nameOwner(name) == nil { try await Task.sleep(for: .milliseconds(10)) }

@@ -4,6 +4,7 @@ import BlepayProtocol
 import DBusKit
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// The daemons' control API on the system bus (`docs/control-api.md`): names, paths, and how payments, events and
 /// errors are spelled in D-Bus values. Interfaces are versioned like BlueZ's: a breaking change is a new `…2`.
@@ -30,7 +31,8 @@ public enum ControlAPI {
     }
 
     /// Owns `name` for the exported object, calls `ready`, and relays each event as a `PaymentEvent` signal on
-    /// `interface` until the events end or the calling task is cancelled; then releases the name and unexports.
+    /// `interface` until the events end or the calling task is cancelled; then, once the control API's graceful
+    /// shutdown comes (or the task is cancelled), releases the name and unexports.
     static func serve<Event: Sendable>(
         _ handle: DBusObjectHandle, as name: String, on connection: DBusConnection, interface: String,
         events: AsyncStream<Event>, signal: (Event) -> [DBusValue], logger: Logger, ready: @Sendable () -> Void
@@ -50,6 +52,8 @@ public enum ControlAPI {
                 logger.warning("a payment event could not be signalled", metadata: ["error": "\(error)"])
             }
         }
+        // The last event is out; the name is kept, for status calls, until the control API's turn to stop.
+        try? await gracefulShutdown()
         try? await connection.releaseName(name)
         await handle.unexport()
     }

@@ -8,23 +8,13 @@ import ServiceLifecycle
 
 /// `blepayd customer`: receives payment requests over BLE from start until stopped, serves `org.blepay.Customer1`,
 /// and on SIGTERM ends every open payment with its event before it exits.
-public struct CustomerDaemon: Service, CustomStringConvertible {
-    private let context: DaemonContext
-    private let notify: SystemdNotify
-
-    public init(context: DaemonContext, notify: SystemdNotify = SystemdNotify()) {
-        self.context = context
-        self.notify = notify
-    }
-
-    public var description: String { "CustomerDaemon(\(context))" }
-
-    public func run() async throws {
-        let (context, notify) = (context, notify)
+public enum CustomerDaemon {
+    /// The daemon's services, in the order a ServiceGroup starts them (and stops them in reverse).
+    public static func services(_ context: DaemonContext, notify: SystemdNotify = SystemdNotify()) -> [any Service] {
         let readiness = Readiness(["bus", "bluetooth"]) {
             notify.ready(status: "receiving payments on \(context.configuration.adapter)")
         }
-        let (keys, deviceKey) = (context.trustedLedgerKeys, context.identity.signingKey)
+        let keys = context.trustedLedgerKeys
         let service = CustomerService(
             links: {
                 let transport = CustomerTransport(
@@ -33,15 +23,16 @@ public struct CustomerDaemon: Service, CustomStringConvertible {
                 return CustomerService.Links(transport: transport) {
                     try await transport.run { readiness.report("bluetooth") }
                 }
-            }, signer: deviceKey, clock: context.clock, logger: context.logger)
-        await service.startReceiving()
-        try await DaemonPart.run(
-            notify: notify,
-            control: {
+            }, signer: context.identity.signingKey, clock: context.clock, logger: context.logger)
+        return [
+            WatchdogService(notify: notify),
+            ControlService {
                 try await CustomerControl.serve(
                     service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger),
                     logger: context.logger, ready: { readiness.report("bus") })
-            }, shutdown: { await service.shutdown() })
+            },
+            PaymentService(notify: notify, serve: { await service.run() }, shutdown: { await service.shutdown() }),
+        ]
     }
 }
 

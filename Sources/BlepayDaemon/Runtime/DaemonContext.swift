@@ -54,18 +54,25 @@ public struct DaemonContext: Sendable {
     /// The trusted ledger key, as the handshake and receipts check it.
     var trustedLedgerKeys: TrustedLedgerKeys { TrustedLedgerKeys(configuration.ledgerPublicKey.map { [$0] } ?? []) }
 
+    /// The configured adapter, once bluetoothd shows it: checked at once, then at each change BlueZ announces.
     private static func waitForAdapter(_ name: String, session: BlueZSession) async throws(DaemonError) -> Adapter {
-        let deadline = ContinuousClock.now + adapterTimeout
-        while true {
-            do {
-                return try session.adapter(named: name)
-            } catch {
-                guard ContinuousClock.now < deadline else {
-                    throw DaemonError(.bluetoothUnavailable, "no adapter \(name) after 30 s: \(error)")
-                }
+        let changes = session.events()  // subscribed before the first look, so nothing falls in between
+        if let adapter = try? session.adapter(named: name) { return adapter }
+        let found = await withTaskGroup(of: Adapter?.self) { group in
+            group.addTask {
+                for await _ in changes { if let adapter = try? session.adapter(named: name) { return adapter } }
+                return nil
             }
-            try? await Task.sleep(for: .milliseconds(250))
+            group.addTask {
+                try? await Task.sleep(for: adapterTimeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
+        guard let found else { throw DaemonError(.bluetoothUnavailable, "no adapter \(name) after 30 s") }
+        return found
     }
 }
 

@@ -46,22 +46,18 @@ public actor BusinessService {
             maximumTipPercent: UInt64(settings.maximumTipPercent), clock: clock)
     }
 
-    /// Scans, serves customers and executes payments until the calling task is cancelled.
-    public func run() async {
-        let (links, driver, logger) = (links, driver, logger)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await links.run()
-                } catch {
-                    logger.error("the BLE link layer stopped", metadata: ["error": "\(error)"])
-                }
-            }
-            group.addTask { await driver.run() }
-            await group.next()
-            group.cancelAll()
+    /// Scans and serves customers until the calling task is cancelled (or the link layer fails, which is logged).
+    public func serveLinks() async throws {
+        do {
+            try await links.run()
+        } catch {
+            logger.error("the BLE link layer stopped", metadata: ["error": "\(error)"])
+            throw error
         }
     }
+
+    /// Runs the payments (offers, acceptances, the ledger) until the link layer ends or the task is cancelled.
+    public func runPayments() async { await driver.run() }
 
     /// The daemon is stopping: open requests are cancelled (their customers are told), payments being executed
     /// are waited for up to `limit` so that they end with their result; once each has ended with its event,

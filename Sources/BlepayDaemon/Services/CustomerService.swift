@@ -73,6 +73,14 @@ public actor CustomerService {
         logger.info("receiving payments")
     }
 
+    /// Receives from the start, and lets the app stop and start receiving, until the calling task is cancelled.
+    public func run() async {
+        startReceiving()
+        let (forever, keep) = AsyncStream<Never>.makeStream()
+        for await _ in forever {}
+        keep.finish()
+    }
+
     /// Ends the registration: every connection closes with `disconnected`, open payments end first with their event.
     public func stopReceiving() async {
         guard let current = registration else { return }

@@ -1,0 +1,61 @@
+import BlepayConfiguration
+import ServiceLifecycle
+
+// A running daemon is a ServiceGroup of these, listed so that the group's reverse-order shutdown stops them in the
+// right order: payments first (open ones end with their events while the links and the control API still run),
+// then the control API (once every event has been signalled), then the links, then the watchdog. Another part (a
+// settlement queue, a reachability monitor) is one more service in the list.
+
+/// The payment link layer (BLE): serves until its turn in the shutdown.
+struct LinkService: Service, CustomStringConvertible {
+    let serve: @Sendable () async throws -> Void
+    var description: String { "LinkService" }
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { try await serve() }
+    }
+}
+
+/// The payments: until the daemon stops; then systemd hears STOPPING=1 and `shutdown` ends every open payment with
+/// its event (what was only shown or offered is withdrawn, what the ledger executes is waited for).
+struct PaymentService: Service, CustomStringConvertible {
+    let notify: SystemdNotify
+    let serve: @Sendable () async -> Void
+    let shutdown: @Sendable () async -> Void
+    var description: String { "PaymentService" }
+
+    func run() async throws {
+        let (serve, shutdown, notify) = (serve, shutdown, notify)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await serve() }
+            group.addTask {
+                guard (try? await gracefulShutdown()) != nil else { return }
+                notify.stopping()
+                await shutdown()
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+/// The control API: signals every event, and releases its bus name only at its turn in the shutdown.
+struct ControlService: Service, CustomStringConvertible {
+    let serve: @Sendable () async throws -> Void
+    var description: String { "ControlService" }
+
+    func run() async throws { try await serve() }
+}
+
+/// WATCHDOG=1 at half the unit's interval, while the daemon runs.
+struct WatchdogService: Service, CustomStringConvertible {
+    let notify: SystemdNotify
+    var description: String { "WatchdogService" }
+
+    func run() async throws {
+        let notify = notify
+        await cancelWhenGracefulShutdown { await notify.keepAlive() }
+        // Without a watchdog there is nothing to send: the service only waits for its turn to stop.
+        if notify.watchdogInterval == nil { try? await gracefulShutdown() }
+    }
+}
