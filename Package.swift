@@ -216,7 +216,7 @@ let package = Package(
             ],
             path: "Tests/LedgerTestSupport"
         ),
-        .testTarget(name: "RigTests", dependencies: []),
+        .testTarget(name: "RigTests", dependencies: ["BlepayDaemon"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,22 +12,16 @@ work=$(mktemp -d /tmp/blepay-demo.XXXXXX)
 followers=()
 trap 'kill "${followers[@]}" 2>/dev/null || true' EXIT
 
-# follow LABEL FILE: prints each event the daemon writes to FILE (blepayctl watch --json), labelled, as it comes.
+# follow LABEL FILE: prints each event the daemon writes to FILE (blepayctl watch --json), labelled, as it comes,
+# with the line of text the control API's contract gives it (amounts in the currency's own minor units).
 follow() {
   tail -n +1 -F "$2" 2>/dev/null | python3 -u -c '
 import json, sys
-label = sys.argv[1]
 for line in sys.stdin:
     try:
-        e = json.loads(line)
-    except ValueError:
+        print("  %-22s %s" % (sys.argv[1], json.loads(line)["text"]), flush=True)
+    except (ValueError, KeyError):
         continue
-    d = e.get("details", {})
-    money = lambda k: "%d.%02d %s" % (d[k] // 100, d[k] % 100, d.get("currency", "")) if k in d else ""
-    extra = " ".join(x for x in [money("amount"), "tip " + money("tip") if d.get("tip") else "",
-                                 d.get("reference", ""), d.get("merchant_name", ""),
-                                 "by " + d["by"] if "by" in d else "", d.get("code", "")] if x)
-    print("  %-22s %-16s %s  %s" % (label, e["event"], e["payment_id"][:8], extra), flush=True)
 ' "$1" &
   followers+=($!)
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs blepay (`make install`): the release binaries into /usr/local/bin, the systemd units, the blepay user and
-# group (sysusers.d), the D-Bus policy, the sample configuration (an existing file is never overwritten), shell
-# completions and the documentation. With DESTDIR, everything goes below it and nothing on the running system is
+# group (sysusers.d), the D-Bus policy and the control API's interface XML, the sample configuration (an existing
+# file is never overwritten), shell completions and the documentation. With DESTDIR, everything goes below it and nothing on the running system is
 # touched. Usage: scripts/install.sh RELEASE_BIN_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,11 +10,14 @@ dest=${DESTDIR:-}
 
 install -d "$dest/usr/local/bin" "$dest/etc/systemd/system" "$dest/usr/lib/sysusers.d" \
   "$dest/usr/share/dbus-1/system.d" "$dest/usr/local/share/doc/blepay" \
-  "$dest/usr/share/bash-completion/completions" "$dest/etc/blepay"
+  "$dest/usr/share/bash-completion/completions" "$dest/usr/share/dbus-1/interfaces" "$dest/etc/blepay"
 install -m 755 "$bin/blepayd" "$bin/blepayctl" "$bin/blepay-ledger" "$dest/usr/local/bin/"
 install -m 644 "$root"/systemd/*.service "$dest/etc/systemd/system/"
 install -m 644 "$root/systemd/blepay.sysusers" "$dest/usr/lib/sysusers.d/blepay.conf"
 install -m 644 "$root/dbus/org.blepay.conf" "$dest/usr/share/dbus-1/system.d/org.blepay.conf"
+# The control API's interfaces, with argument names, for busctl, gdbus and D-Bus code generators.
+"$bin/blepayctl" interface customer > "$dest/usr/share/dbus-1/interfaces/org.blepay.Customer1.xml"
+"$bin/blepayctl" interface business > "$dest/usr/share/dbus-1/interfaces/org.blepay.Business1.xml"
 install -m 644 "$root"/docs/*.md "$root"/docs/*.yaml "$dest/usr/local/share/doc/blepay/"
 "$bin/blepayctl" --generate-completion-script bash > "$dest/usr/share/bash-completion/completions/blepayctl"
 

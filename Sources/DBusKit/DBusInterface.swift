@@ -5,15 +5,26 @@ public struct DBusInterface: Sendable {
     public var properties: [String: DBusProperty]
     /// Signal names and their signatures, for introspection.
     public var signals: [String: DBusSignature]
+    /// Signals' argument names, for introspection.
+    public var signalArgumentNames: [String: [String]]
 
     public init(
         _ name: String, methods: [String: DBusMethod] = [:], properties: [String: DBusProperty] = [:],
-        signals: [String: DBusSignature] = [:]
+        signals: [String: DBusSignature] = [:], signalArgumentNames: [String: [String]] = [:]
     ) {
         self.name = name
         self.methods = methods
         self.properties = properties
         self.signals = signals
+        self.signalArgumentNames = signalArgumentNames
+    }
+
+    /// The interface alone as introspection XML, as installed under `/usr/share/dbus-1/interfaces/`.
+    public var introspectionXML: String {
+        ([
+            #"<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN""#,
+            #" "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">"#, "<node>",
+        ] + Introspection.describe(self) + ["</node>"]).joined(separator: "\n") + "\n"
     }
 }
 
@@ -33,11 +44,19 @@ public struct DBusMethod: Sendable {
 
     public var input: DBusSignature
     public var output: DBusSignature
+    /// The arguments' names, for introspection (none, or one per complete type of the signature).
+    public var inputNames: [String]
+    public var outputNames: [String]
     public var handler: Handler
 
-    public init(input: DBusSignature = "", output: DBusSignature = "", _ handler: @escaping Handler) {
+    public init(
+        input: DBusSignature = "", output: DBusSignature = "", inputNames: [String] = [], outputNames: [String] = [],
+        _ handler: @escaping Handler
+    ) {
         self.input = input
         self.output = output
+        self.inputNames = inputNames
+        self.outputNames = outputNames
         self.handler = handler
     }
 }

@@ -23,17 +23,17 @@ enum Introspection {
         return lines.joined(separator: "\n")
     }
 
-    private static func describe(_ interface: DBusInterface) -> [String] {
+    static func describe(_ interface: DBusInterface) -> [String] {
         var lines = [#"  <interface name="\#(interface.name)">"#]
         for (name, method) in interface.methods.sorted(by: { $0.key < $1.key }) {
             lines.append(#"    <method name="\#(name)">"#)
-            lines += singleTypes(method.input).map { #"      <arg type="\#($0)" direction="in"/>"# }
-            lines += singleTypes(method.output).map { #"      <arg type="\#($0)" direction="out"/>"# }
+            lines += arguments(method.input, names: method.inputNames, direction: #" direction="in""#)
+            lines += arguments(method.output, names: method.outputNames, direction: #" direction="out""#)
             lines.append("    </method>")
         }
         for (name, signature) in interface.signals.sorted(by: { $0.key < $1.key }) {
             lines.append(#"    <signal name="\#(name)">"#)
-            lines += singleTypes(signature).map { #"      <arg type="\#($0)"/>"# }
+            lines += arguments(signature, names: interface.signalArgumentNames[name] ?? [], direction: "")
             lines.append("    </signal>")
         }
         for (name, property) in interface.properties.sorted(by: { $0.key < $1.key }) {
@@ -42,6 +42,14 @@ enum Introspection {
         }
         lines.append("  </interface>")
         return lines
+    }
+
+    /// One `<arg>` per complete type, named when names are given.
+    private static func arguments(_ signature: DBusSignature, names: [String], direction: String) -> [String] {
+        singleTypes(signature).enumerated().map { index, type in
+            let name = index < names.count ? #" name="\#(names[index])""# : ""
+            return #"      <arg\#(name) type="\#(type)"\#(direction)/>"#
+        }
     }
 
     /// Splits a signature into its complete types with libdbus's signature iterator.

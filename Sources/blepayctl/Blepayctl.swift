@@ -15,7 +15,7 @@ struct Blepayctl: AsyncParsableCommand {
         discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 64 bad usage.",
         subcommands: [
             Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self, AddCard.self,
-            Status.self, Payments.self, Watch.self,
+            Status.self, Payments.self, Watch.self, Interface.self,
         ])
 
     /// As ArgumentParser runs commands, but a refusal or an unreachable daemon is one line and its own exit code.
@@ -132,8 +132,8 @@ struct Accept: AsyncParsableCommand {
     func run() async throws {
         let control = try await global.connect()
         let shown = try await control.status(.customer, paymentID)
-        let currency = shown.details["currency"].flatMap { try? $0.decode(String.self) } ?? ""
-        let requested = shown.details["amount"].flatMap { try? $0.decode(UInt64.self) } ?? 0
+        let currency = shown.details.currency ?? ""
+        let requested = shown.details.amount ?? 0
         let total = try amount.map { try parseMoney($0, currency).minorUnits } ?? requested
         let tipUnits = try tip.map { try parseMoney($0, currency).minorUnits } ?? 0
         var instrumentID = instrument ?? ""
@@ -215,7 +215,7 @@ struct Payments: AsyncParsableCommand {
     func run() async throws {
         let control = try await global.connect()
         let reply = try await control.call(try await role.role(control), "ListPayments")
-        for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try PaymentLine(value)) }
+        for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try ControlPayment(dbus: value)) }
     }
 }
 
@@ -233,6 +233,14 @@ struct Watch: AsyncParsableCommand {
     }
 }
 
+struct Interface: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a daemon's D-Bus interface as introspection XML, with argument names (as installed).")
+    @Argument(help: "customer or business.") var role: DaemonConfiguration.Role
+
+    func run() { Swift.print(ControlAPI.introspectionXML(role), terminator: "") }
+}
+
 func parseMoney(_ amount: String, _ currency: String) throws -> Money {
     do {
         return try Money(decimal: amount, currency: Currency(currency.uppercased()))
@@ -240,3 +248,4 @@ func parseMoney(_ amount: String, _ currency: String) throws -> Money {
         throw ValidationError(error.message)
     }
 }
+extension DaemonConfiguration.Role: ExpressibleByArgument {}

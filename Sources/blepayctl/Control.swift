@@ -32,12 +32,12 @@ struct Control {
         (try? await connection.nameOwner(address(role).name)) != nil
     }
 
-    func status(_ role: DaemonConfiguration.Role, _ paymentID: String) async throws -> PaymentLine {
-        try PaymentLine(try await call(role, "PaymentStatus", [.string(paymentID)]).arguments[0])
+    func status(_ role: DaemonConfiguration.Role, _ paymentID: String) async throws -> ControlPayment {
+        try ControlPayment(dbus: try await call(role, "PaymentStatus", [.string(paymentID)]).arguments[0])
     }
 
     func instruments() async throws -> [InstrumentLine] {
-        try await call(.customer, "ListInstruments").arguments[0].decode([DBusValue].self).map(InstrumentLine.init)
+        try await call(.customer, "ListInstruments").arguments[0].decode([DBusValue].self).map { try InstrumentLine($0) }
     }
 
     func firstInstrument() async throws -> String {
@@ -57,21 +57,23 @@ struct Control {
             for (role, stream) in streams {
                 group.addTask {
                     for await message in stream {
-                        guard let event = try? EventLine(role: role, message) else { continue }
-                        self.print(event)
+                        guard let event = try? ControlEvent(signal: message) else { continue }
+                        self.print(WatchLine(daemon: role, event: event))
                     }
                 }
             }
         }
     }
 
-    func print(_ line: some OutputLine) { print(line.json, text: line.text) }
+    func print(_ line: some OutputLine) { print(line, text: line.text) }
 
     /// Writes one line at once, unbuffered, so that `watch` into a pipe or file shows each event as it happens.
-    func print(_ object: [String: Any], text: String) {
+    func print(_ object: some Encodable, text: String) {
         var line = Data(text.utf8)
         if json {
-            line = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            line = (try? encoder.encode(object)) ?? Data()
         }
         FileHandle.standardOutput.write(line + Data("\n".utf8))
     }

@@ -3,46 +3,27 @@ import BlepayProtocol
 import DBusKit
 import Foundation
 
-/// Something `blepayctl` prints: as a line of text, or as a JSON object.
-protocol OutputLine {
-    var json: [String: Any] { get }
+/// Something `blepayctl` prints: as a line of text, or (`--json`) as one JSON object of the control API's contract.
+protocol OutputLine: Encodable {
     var text: String { get }
 }
 
-/// A payment as `PaymentStatus` and `ListPayments` give it.
-struct PaymentLine: OutputLine {
-    let paymentID: String
-    let status: String
-    let details: [String: DBusValue]
-
-    init(_ value: DBusValue) throws {
-        guard case .structure(let fields) = value, fields.count == 3 else { throw Failure.refused("an unreadable payment") }
-        paymentID = try fields[0].decode(String.self)
-        status = try fields[1].decode(String.self)
-        details = try fields[2].decode([String: DBusValue].self)
-    }
-
-    var json: [String: Any] { ["payment_id": paymentID, "status": status, "details": jsonDetails(details)] }
-    var text: String { "\(paymentID)  \(status)  \(describe(details))" }
-}
+extension ControlPayment: OutputLine {}
 
 /// An instrument as `ListInstruments` gives it.
 struct InstrumentLine: OutputLine {
     let id: String
-    let kind: String
+    let type: String
     let description: String
     let blocked: Bool
+    /// What can be spent, in minor units of each currency.
     let available: [String: Int64]
 
     init(_ value: DBusValue) throws {
         guard case .structure(let f) = value, f.count == 5 else { throw Failure.refused("an unreadable instrument") }
-        (id, kind, description) = (try f[0].decode(String.self), try f[1].decode(String.self), try f[2].decode(String.self))
+        (id, type, description) = (try f[0].decode(String.self), try f[1].decode(String.self), try f[2].decode(String.self))
         blocked = try f[3].decode(Bool.self)
         available = try f[4].decode([String: Int64].self)
-    }
-
-    var json: [String: Any] {
-        ["id": id, "type": kind, "description": description, "blocked": blocked, "available": available]
     }
 
     var text: String {
@@ -51,65 +32,26 @@ struct InstrumentLine: OutputLine {
             else { return nil }
             return money.description
         }
-        return ([id, kind, description] + balances + (blocked ? ["(blocked)"] : [])).joined(separator: "  ")
+        return ([id, type, description] + balances + (blocked ? ["(blocked)"] : [])).joined(separator: "  ")
     }
 }
 
-/// One `PaymentEvent`.
-struct EventLine: OutputLine {
-    let role: DaemonConfiguration.Role
-    let kind: String
-    let paymentID: String
-    let details: [String: DBusValue]
-    /// When `watch` received it.
+/// One `PaymentEvent` as `watch` prints it: the event (`event`, `payment_id`, `details`), the daemon that sent it,
+/// when it arrived (`time`), and its line of text (`text`), so that no reader formats amounts itself.
+struct WatchLine: OutputLine {
+    let daemon: DaemonConfiguration.Role
+    let event: ControlEvent
     let time = Date()
 
-    init(role: DaemonConfiguration.Role, _ message: DBusMessage) throws {
-        self.role = role
-        let a = message.arguments
-        kind = try a[0].decode(String.self)
-        paymentID = try a[1].decode(String.self)
-        details = try a[2].decode([String: DBusValue].self)
-    }
+    var text: String { "\(daemon.rawValue)  \(event.text)" }
 
-    var json: [String: Any] {
-        [
-            "daemon": role.rawValue, "event": kind, "payment_id": paymentID, "details": jsonDetails(details),
-            "time": time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
-        ]
-    }
-    var text: String { "\(role.rawValue)  \(kind)  \(paymentID.isEmpty ? "-" : paymentID)  \(describe(details))" }
-}
+    private enum Keys: String, CodingKey { case daemon, time, text }
 
-/// Details as JSON values: numbers, strings and booleans.
-func jsonDetails(_ details: [String: DBusValue]) -> [String: Any] {
-    details.compactMapValues { value -> Any? in
-        switch value.unwrapped {
-        case .string(let s): s
-        case .boolean(let b): b
-        case .uint64(let n): n
-        case .uint32(let n): n
-        case .int64(let n): n
-        default: nil
-        }
+    func encode(to encoder: any Encoder) throws {
+        try event.encode(to: encoder)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(daemon.rawValue, forKey: .daemon)
+        try container.encode(time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)), forKey: .time)
+        try container.encode(event.text, forKey: .text)
     }
-}
-
-/// Details as people read them: the amount with its currency first, then the rest as key=value.
-func describe(_ details: [String: DBusValue]) -> String {
-    var parts: [String] = []
-    let currency = details["currency"].flatMap { try? Currency($0.decode(String.self)) }
-    func money(_ key: String) -> String? {
-        guard let units = details[key].flatMap({ try? $0.decode(UInt64.self) }), let currency,
-            let money = try? Money(minorUnits: units, currency: currency)
-        else { return nil }
-        return money.description
-    }
-    for key in ["amount", "total"] { if let text = money(key) { parts.append(text) } }
-    if let tip = money("tip"), tip != (try? Money(minorUnits: 0, currency: currency!))?.description { parts.append("tip \(tip)") }
-    let shown: Set = ["amount", "total", "tip", "currency"]
-    for (key, value) in details.sorted(by: { $0.key < $1.key }) where !shown.contains(key) {
-        if let text = jsonDetails([key: value])[key] { parts.append("\(key)=\(text)") }
-    }
-    return parts.joined(separator: "  ")
 }

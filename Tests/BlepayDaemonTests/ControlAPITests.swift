@@ -1,5 +1,8 @@
 import BlepayDaemon
 import BlepayPayments
+import BlepayPaymentsTesting
+import BlepayProtocol
+import DBusTestSupport
 import DBusKit
 import Testing
 
@@ -22,18 +25,18 @@ struct ControlAPITests {
 
         let sent = try await fixture.call(.business, "SendPaymentRequest", [.uint64(2550), .string("USD"), .string("order-123")])
         let id = try sent.arguments[0].decode(String.self)
-        let shown = try await customerEvents.next("receivedPayment")
+        let shown = try await customerEvents.next(.receivedPayment)
         #expect(shown.paymentID == id)
-        #expect(shown.details["amount"]?.unwrapped == .uint64(2550) && shown.details["currency"]?.unwrapped == .string("USD"))
-        #expect(shown.details["reference"]?.unwrapped == .string("order-123"))
-        #expect(shown.details["merchant_name"]?.unwrapped == .string("Café"))
+        #expect(shown.details.amount == 2550 && shown.details.currency == "USD")
+        #expect(shown.details.reference == "order-123")
+        #expect(shown.details.merchantName == "Café")
 
         _ = try await fixture.call(
             .customer, "AcceptPayment", [.string(id), .uint64(2550), .uint64(100), .string("USD"), .string("card-1"), .boolean(false)])
-        let finished = try await customerEvents.next("finishedPayment")
-        #expect(finished.paymentID == id && finished.details["tip"]?.unwrapped == .uint64(100))
-        let done = try await businessEvents.next("finished")
-        #expect(done.paymentID == id && done.details["amount"]?.unwrapped == .uint64(2550))
+        let finished = try await customerEvents.next(.finishedPayment)
+        #expect(finished.paymentID == id && finished.details.tip == 100)
+        let done = try await businessEvents.next(.finished)
+        #expect(done.paymentID == id && done.details.amount == 2550)
         #expect(fixture.ledger.executionCount == 1)
 
         let list = try await fixture.call(.business, "ListPayments")
@@ -54,23 +57,23 @@ struct ControlAPITests {
 
         let first = try await fixture.call(.business, "SendPaymentRequest", [.uint64(500), .string("EUR"), .string("")])
         let firstID = try first.arguments[0].decode(String.self)
-        _ = try await customerEvents.next("receivedPayment")
+        _ = try await customerEvents.next(.receivedPayment)
         _ = try await fixture.call(.business, "CancelPayment", [.string(firstID)])
-        let byBusiness = try await customerEvents.next("cancelled")
-        #expect(byBusiness.paymentID == firstID && byBusiness.details["by"]?.unwrapped == .string("business"))
+        let byBusiness = try await customerEvents.next(.cancelled)
+        #expect(byBusiness.paymentID == firstID && byBusiness.details.by == "business")
 
         let second = try await fixture.call(.business, "SendPaymentRequest", [.uint64(700), .string("EUR"), .string("")])
         let secondID = try second.arguments[0].decode(String.self)
-        _ = try await customerEvents.next("receivedPayment")
+        _ = try await customerEvents.next(.receivedPayment)
         _ = try await fixture.call(.customer, "CancelPayment", [.string(secondID)])
-        let byCustomer = try await customerEvents.next("cancelled")
-        #expect(byCustomer.paymentID == secondID && byCustomer.details["by"]?.unwrapped == .string("customer"))
-        let declined = try await businessEvents.next("declined")
+        let byCustomer = try await customerEvents.next(.cancelled)
+        #expect(byCustomer.paymentID == secondID && byCustomer.details.by == "customer")
+        let declined = try await businessEvents.next(.declined)
         #expect(declined.paymentID == secondID)
         #expect(fixture.ledger.executionCount == 0)
 
         _ = try await fixture.call(.customer, "StopReceiving")
-        _ = try await customerEvents.next("disconnected")
+        _ = try await customerEvents.next(.disconnected)
     }
 
     @Test func badCallsAreRefusedWithStableNames() async throws {
@@ -96,5 +99,30 @@ struct ControlAPITests {
             [.string(unknown), .uint64(1), .uint64(0), .string("EUR"), .string("card"), .boolean(false)])
             == "org.blepay.Error.NotFound")
         #expect(await refusal(.customer, "PaymentStatus", [.string(unknown)]) == "org.blepay.Error.NotFound")
+    }
+
+    /// The daemon starts receiving before its control object exists: `Receiving` must say so from the first read.
+    @Test func receivingIsTrueForADaemonThatStartedReceiving() async throws {
+        let bus = try TestBus()
+        defer { bus.stop() }
+        let network = InMemoryNetwork(certificate: testCertificate)
+        let service = CustomerService(
+            links: { CustomerService.Links(transport: network.connectCustomer().transport) {} },
+            signer: SigningKey(), clock: { fixedNow }, logger: testLogger)
+        await service.startReceiving()
+        let (server, client) = (try await bus.connect(), try await bus.connect())
+        let serving = Task {
+            try await CustomerControl.serve(
+                service, on: server, wallet: .init(list: { [] }, addCard: { _, _, _, _ in "" }), logger: testLogger)
+        }
+        defer { serving.cancel() }
+        for _ in 0..<200 where try await client.nameOwner(ControlAPI.customerBusName) == nil {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let receiving = try await client.call(
+            destination: ControlAPI.customerBusName, path: ControlAPI.customerPath,
+            interface: "org.freedesktop.DBus.Properties", member: "Get",
+            arguments: [.string(ControlAPI.customerInterface), .string("Receiving")])
+        #expect(receiving.arguments.first?.unwrapped == .boolean(true))
     }
 }

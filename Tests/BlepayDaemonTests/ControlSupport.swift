@@ -85,30 +85,22 @@ final class ControlFixture: Sendable {
     }
 }
 
-/// Signals in arrival order; `next` waits for the next one matching, skipping others, up to a deadline.
+/// Signals in arrival order, read as the control API's typed events; `next` waits for the next one of a kind,
+/// skipping others, up to a deadline.
 final class SignalQueue: @unchecked Sendable {
-    struct Event {
-        let kind: String
-        let paymentID: String
-        let details: [String: DBusValue]
-    }
-
     private var iterator: AsyncStream<DBusMessage>.Iterator
 
     init(_ stream: AsyncStream<DBusMessage>) { iterator = stream.makeAsyncIterator() }
 
-    func next(_ kind: String, timeout: Duration = .seconds(10)) async throws -> Event {
+    func next(_ kind: ControlEvent.Kind, timeout: Duration = .seconds(10)) async throws -> ControlEvent {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             guard let message = await iterator.next() else { break }
-            let a = message.arguments
-            let event = Event(
-                kind: try a[0].decode(String.self), paymentID: try a[1].decode(String.self),
-                details: try a[2].decode([String: DBusValue].self))
+            let event = try ControlEvent(signal: message)
             if event.kind == kind { return event }
         }
         throw Missing(kind: kind)
     }
 
-    struct Missing: Error { let kind: String }
+    struct Missing: Error { let kind: ControlEvent.Kind }
 }

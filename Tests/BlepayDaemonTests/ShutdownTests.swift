@@ -15,9 +15,9 @@ struct ShutdownTests {
         let id = try await fixture.shownRequest(customerEvents)
 
         await fixture.business.shutdown()
-        let cancelled = try await customerEvents.next("cancelled")
-        #expect(cancelled.paymentID == id && cancelled.details["by"]?.unwrapped == .string("business"))
-        #expect(try await businessEvents.next("cancelled").paymentID == id)
+        let cancelled = try await customerEvents.next(.cancelled)
+        #expect(cancelled.paymentID == id && cancelled.details.by == "business")
+        #expect(try await businessEvents.next(.cancelled).paymentID == id)
         #expect(await fixture.business.sentPayments.map(\.status) == [.cancelled])
         #expect(fixture.ledger.executionCount == 0)
     }
@@ -29,13 +29,13 @@ struct ShutdownTests {
         let businessEvents = try await fixture.events(.business)
         let id = try await fixture.shownRequest(customerEvents)
         try await fixture.accept(id)
-        _ = try await businessEvents.next("accepted")
+        _ = try await businessEvents.next(.accepted)
 
         await fixture.business.shutdown()
         // Stopped only once the ledger had answered.
         #expect(await fixture.business.sentPayments.map(\.status) == [.finished])
-        #expect(try await businessEvents.next("finished").paymentID == id)
-        #expect(try await customerEvents.next("finishedPayment").paymentID == id)
+        #expect(try await businessEvents.next(.finished).paymentID == id)
+        #expect(try await customerEvents.next(.finishedPayment).paymentID == id)
         #expect(fixture.ledger.executionCount == 1)
     }
 
@@ -47,10 +47,10 @@ struct ShutdownTests {
         let id = try await fixture.shownRequest(customerEvents)
 
         await fixture.customer.shutdown()
-        let cancelled = try await customerEvents.next("cancelled")
-        #expect(cancelled.paymentID == id && cancelled.details["by"]?.unwrapped == .string("customer"))
-        _ = try await customerEvents.next("disconnected")
-        #expect(try await businessEvents.next("declined").paymentID == id)
+        let cancelled = try await customerEvents.next(.cancelled)
+        #expect(cancelled.paymentID == id && cancelled.details.by == "customer")
+        _ = try await customerEvents.next(.disconnected)
+        #expect(try await businessEvents.next(.declined).paymentID == id)
         #expect(await fixture.customer.shownPayments.map(\.status) == [.cancelled])
         #expect(fixture.ledger.executionCount == 0)
     }
@@ -64,8 +64,8 @@ struct ShutdownTests {
 
         await fixture.customer.shutdown()
         #expect(await fixture.customer.shownPayments.map(\.status) == [.finished])
-        #expect(try await customerEvents.next("finishedPayment").paymentID == id)
-        _ = try await customerEvents.next("disconnected")
+        #expect(try await customerEvents.next(.finishedPayment).paymentID == id)
+        _ = try await customerEvents.next(.disconnected)
         #expect(fixture.ledger.executionCount == 1)
     }
 }
@@ -76,7 +76,7 @@ extension ControlFixture {
         _ = try await call(.customer, "StartReceiving")
         let sent = try await call(.business, "SendPaymentRequest", [.uint64(2550), .string("USD"), .string("")])
         let id = try sent.arguments[0].decode(String.self)
-        #expect(try await customerEvents.next("receivedPayment").paymentID == id)
+        #expect(try await customerEvents.next(.receivedPayment).paymentID == id)
         return id
     }
 

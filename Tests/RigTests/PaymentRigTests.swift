@@ -1,3 +1,4 @@
+import BlepayDaemon
 import Foundation
 import Testing
 
@@ -6,27 +7,19 @@ import Testing
 /// one host, before and after bluetoothd restarts (`scripts/rig-broadcast.sh`).
 @Suite(.serialized, .timeLimit(.minutes(20)))
 struct PaymentRigTests {
+    /// A line of `blepayctl watch --json`: the control API's typed event and the daemon that sent it.
     struct Event: Decodable {
         let daemon: String
-        let event: String
+        let kind: ControlEvent.Kind
         let payment_id: String
-        let details: [String: Detail]
-    }
+        let details: ControlDetails
 
-    enum Detail: Decodable, Equatable {
-        case number(Int64)
-        case text(String)
-        case flag(Bool)
+        private enum Keys: String, CodingKey { case daemon }
 
         init(from decoder: any Decoder) throws {
-            let value = try decoder.singleValueContainer()
-            if let number = try? value.decode(Int64.self) {
-                self = .number(number)
-            } else if let flag = try? value.decode(Bool.self) {
-                self = .flag(flag)
-            } else {
-                self = .text(try value.decode(String.self))
-            }
+            let event = try ControlEvent(from: decoder)
+            (kind, payment_id, details) = (event.kind, event.paymentID, event.details)
+            daemon = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .daemon)
         }
     }
 
@@ -44,8 +37,8 @@ struct PaymentRigTests {
         let balances: [Balance]
     }
 
-    static func kinds(_ events: [Event], _ id: String) -> [String] {
-        events.filter { $0.payment_id == id }.map(\.event)
+    static func kinds(_ events: [Event], _ id: String) -> [ControlEvent.Kind] {
+        events.filter { $0.payment_id == id }.map(\.kind)
     }
 
     /// A message a daemon sent its notify socket, and for READY=1 whether the readiness check passed then.
@@ -80,24 +73,24 @@ struct PaymentRigTests {
         let kinds = Self.kinds
 
         // The payment: shown with what the business asked, accepted with a tip, finished on both sides.
-        #expect(kinds(customer, ids[0]) == ["receivedPayment", "finishedPayment"])
-        let shown = try #require(customer.first { $0.event == "receivedPayment" && $0.payment_id == ids[0] })
-        #expect(shown.details["amount"] == .number(2550) && shown.details["currency"] == .text("USD"))
-        #expect(shown.details["reference"] == .text("order-123") && shown.details["merchant_name"] == .text("Café Zürich"))
-        let finished = try #require(customer.first { $0.event == "finishedPayment" })
-        #expect(finished.details["tip"] == .number(100) && finished.details["amount"] == .number(2550))
-        #expect(kinds(business, ids[0]).contains("finished"))
-        #expect(!kinds(business, ids[0]).contains("failed"))
+        #expect(kinds(customer, ids[0]) == [.receivedPayment, .finishedPayment])
+        let shown = try #require(customer.first { $0.kind == .receivedPayment && $0.payment_id == ids[0] })
+        #expect(shown.details.amount == 2550 && shown.details.currency == "USD")
+        #expect(shown.details.reference == "order-123" && shown.details.merchantName == "Café Zürich")
+        let finished = try #require(customer.first { $0.kind == .finishedPayment })
+        #expect(finished.details.tip == 100 && finished.details.amount == 2550)
+        #expect(kinds(business, ids[0]).contains(.finished))
+        #expect(!kinds(business, ids[0]).contains(.failed))
 
         // The business cancelled the second; the customer declined the third, offered after the business found
         // bluetoothd back and scanned again. Nothing was charged for them.
         #expect(try run.text("b.business.log").contains("bluetoothd is back; scanning again"))
-        #expect(kinds(customer, ids[1]) == ["receivedPayment", "cancelled"])
-        #expect(customer.first { $0.payment_id == ids[1] && $0.event == "cancelled" }?.details["by"] == .text("business"))
-        #expect(kinds(customer, ids[2]) == ["receivedPayment", "cancelled"])
-        #expect(customer.first { $0.payment_id == ids[2] && $0.event == "cancelled" }?.details["by"] == .text("customer"))
-        #expect(kinds(business, ids[1]).contains("cancelled"))
-        #expect(kinds(business, ids[2]).contains("declined"))
+        #expect(kinds(customer, ids[1]) == [.receivedPayment, .cancelled])
+        #expect(customer.first { $0.payment_id == ids[1] && $0.kind == .cancelled }?.details.by == "business")
+        #expect(kinds(customer, ids[2]) == [.receivedPayment, .cancelled])
+        #expect(customer.first { $0.payment_id == ids[2] && $0.kind == .cancelled }?.details.by == "customer")
+        #expect(kinds(business, ids[1]).contains(.cancelled))
+        #expect(kinds(business, ids[2]).contains(.declined))
 
         // The ledger moved exactly the amount plus the tip, once, and its books are sound.
         let before = try run.json("instruments.before.json", as: Instrument.self)
@@ -136,22 +129,22 @@ struct PaymentRigTests {
         #expect(try run.text("one.business.log").contains("the adapter is powered again; scanning again"))
         #expect(try run.text("one.alice.log").contains("the adapter is powered again; advertising again"))
 
-        #expect(Self.kinds(alice, first) == ["receivedPayment", "finishedPayment"])
-        #expect(Self.kinds(bob, first) == ["receivedPayment", "otherPaid"])
-        #expect(Self.kinds(bob, second) == ["receivedPayment", "finishedPayment"])
-        #expect(Self.kinds(alice, second) == ["receivedPayment", "otherPaid"])
-        #expect(Self.kinds(alice, third) == ["receivedPayment", "finishedPayment"])
-        #expect(Self.kinds(bob, third) == ["receivedPayment", "otherPaid"])
+        #expect(Self.kinds(alice, first) == [.receivedPayment, .finishedPayment])
+        #expect(Self.kinds(bob, first) == [.receivedPayment, .otherPaid])
+        #expect(Self.kinds(bob, second) == [.receivedPayment, .finishedPayment])
+        #expect(Self.kinds(alice, second) == [.receivedPayment, .otherPaid])
+        #expect(Self.kinds(alice, third) == [.receivedPayment, .finishedPayment])
+        #expect(Self.kinds(bob, third) == [.receivedPayment, .otherPaid])
         for id in [first, second, third] {
-            #expect(Self.kinds(business, id).filter { $0 == "finished" }.count == 1)
-            #expect(!Self.kinds(business, id).contains("failed"))
+            #expect(Self.kinds(business, id).filter { $0 == .finished }.count == 1)
+            #expect(!Self.kinds(business, id).contains(.failed))
         }
         // Stopping, alice declined the fourth request and the business cancelled it for bob.
-        #expect(Self.kinds(alice, fourth) == ["receivedPayment", "cancelled"])
-        #expect(alice.last { $0.payment_id == fourth }?.details["by"] == .text("customer"))
-        #expect(Self.kinds(bob, fourth) == ["receivedPayment", "cancelled"])
-        #expect(bob.last { $0.payment_id == fourth }?.details["by"] == .text("business"))
-        #expect(Self.kinds(business, fourth).contains("declined") && Self.kinds(business, fourth).last == "cancelled")
+        #expect(Self.kinds(alice, fourth) == [.receivedPayment, .cancelled])
+        #expect(alice.last { $0.payment_id == fourth }?.details.by == "customer")
+        #expect(Self.kinds(bob, fourth) == [.receivedPayment, .cancelled])
+        #expect(bob.last { $0.payment_id == fourth }?.details.by == "business")
+        #expect(Self.kinds(business, fourth).contains(.declined) && Self.kinds(business, fourth).last == .cancelled)
         // The loser's acceptance is refused (exit 1), not executed.
         for order in ["order-1", "order-2", "order-3"] {
             #expect(try run.text("\(order).late.exit") == "1", "\(order)")

@@ -16,38 +16,35 @@ public enum BusinessControl {
         let handle = try await connection.export(ControlAPI.businessPath, interfaces: [interface(service)])
         try await ControlAPI.serve(
             handle, as: name, on: connection, interface: ControlAPI.businessInterface, events: service.events,
-            signal: ControlAPI.signal, logger: logger, ready: ready)
+            signal: { ControlEvent($0).signalArguments }, logger: logger, ready: ready)
     }
 
     private static func interface(_ service: BusinessService) -> DBusInterface {
-        DBusInterface(
-            ControlAPI.businessInterface,
-            methods: [
-                "SendPaymentRequest": DBusMethod(input: "tss", output: "s") { call in
-                    let a = call.arguments
-                    let amount = try ControlAPI.money(a[0].decode(UInt64.self), a[1].decode(String.self))
-                    let reference = try a[2].decode(String.self)
-                    do throws(PaymentError) {
-                        let id = try await service.request(amount: amount, reference: reference.isEmpty ? nil : reference)
-                        return [.string(id.description)]
-                    } catch { throw ControlAPI.error(error) }
-                },
-                "CancelPayment": DBusMethod(input: "s") { call in
-                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
-                    do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
-                    return []
-                },
-                "PaymentStatus": DBusMethod(input: "s", output: "(ssa{sv})") { call in
-                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
-                    guard let entry = await service.status(of: id) else {
-                        throw ControlAPI.error(PaymentError(.notFound, "this daemon sent no payment \(id)"))
-                    }
-                    return [ControlAPI.entry(entry)]
-                },
-                "ListPayments": DBusMethod(output: "a(ssa{sv})") { _ in
-                    [.array(element: "(ssa{sv})", await service.sentPayments.map(ControlAPI.entry))]
-                },
-            ],
-            signals: [ControlAPI.eventSignal: ControlAPI.eventSignature])
+        ControlAPI.interface(.business, handlers: [
+            "SendPaymentRequest": { call in
+                let a = call.arguments
+                let amount = try ControlAPI.money(a[0].decode(UInt64.self), a[1].decode(String.self))
+                let reference = try a[2].decode(String.self)
+                do throws(PaymentError) {
+                    let id = try await service.request(amount: amount, reference: reference.isEmpty ? nil : reference)
+                    return [.string(id.description)]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "CancelPayment": { call in
+                let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
+                return []
+            },
+            "PaymentStatus": { call in
+                let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                guard let snapshot = await service.status(of: id) else {
+                    throw ControlAPI.error(PaymentError(.notFound, "this daemon sent no payment \(id)"))
+                }
+                return [ControlPayment(snapshot).dbusValue]
+            },
+            "ListPayments": { _ in
+                [.array(element: ControlPayment.signature, await service.sentPayments.map { ControlPayment($0).dbusValue })]
+            },
+        ])
     }
 }

@@ -58,9 +58,10 @@ public enum ControlAPI {
         await handle.unexport()
     }
 
-    /// `PaymentEvent(s kind, s payment_id, a{sv} details)`.
+    /// `PaymentEvent(s kind, s payment_id, a{sv} details)`: `ControlEvent`.
     public static let eventSignal = "PaymentEvent"
     public static let eventSignature: DBusSignature = "ssa{sv}"
+    static let eventArgumentNames = ["kind", "payment_id", "details"]
     static let errorPrefix = "org.blepay.Error."
 
     /// A refusal as the caller sees it: `org.blepay.Error.<Code>` (`InsufficientFunds`, `NotFound`, …) and the
@@ -88,40 +89,5 @@ public enum ControlAPI {
         } catch {
             throw invalidArgument(error.message)
         }
-    }
-
-    /// What a request says: amount, currency, reference, merchant, expiry.
-    static func details(_ request: PaymentRequest) -> [String: DBusValue] {
-        var details: [String: DBusValue] = [
-            "amount": .uint64(request.amount.minorUnits), "currency": .string(request.amount.currency.code),
-            "merchant_id": .string(request.merchantID), "merchant_name": .string(request.merchantName),
-            "expires_at": .uint64(request.expiresAt.millisecondsSince1970),
-        ]
-        if let reference = request.reference { details["reference"] = .string(reference) }
-        return details
-    }
-
-    static func details(_ receipt: Receipt) -> [String: DBusValue] {
-        var details: [String: DBusValue] = [
-            "amount": .uint64(receipt.amount.minorUnits), "currency": .string(receipt.amount.currency.code),
-            "tip": .uint64(receipt.tipMinorUnits), "receipt_status": .string("\(receipt.status)"),
-        ]
-        if let transaction = receipt.transactionID { details["transaction_id"] = .string(transaction) }
-        return details
-    }
-
-    static func details(_ error: PaymentError) -> [String: DBusValue] {
-        var details: [String: DBusValue] = ["code": .string(error.code.name), "code_number": .uint32(UInt32(error.code.rawValue))]
-        if let detail = error.detail { details["detail"] = .string(detail) }
-        return details
-    }
-
-    /// A payment as `PaymentStatus` and `ListPayments` give it: `(s payment_id, s status, a{sv} details)`.
-    static func entry(_ entry: PaymentSnapshot) -> DBusValue {
-        var details = details(entry.request)
-        if let receipt = entry.receipt { details.merge(Self.details(receipt)) { $1 } }
-        if case .failed(let code) = entry.status { details["code"] = .string(code.name) }
-        if let peer = entry.peer { details["peer"] = .uint64(peer.rawValue) }
-        return .structure([.string(entry.request.paymentID.description), .string(entry.status.name), .stringDictionary(details)])
     }
 }

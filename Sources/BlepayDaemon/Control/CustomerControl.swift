@@ -56,7 +56,7 @@ public enum CustomerControl {
         await receiving.update(service)
         try await ControlAPI.serve(
             handle, as: name, on: connection, interface: ControlAPI.customerInterface, events: service.events,
-            signal: ControlAPI.signal, logger: logger, ready: ready)
+            signal: { ControlEvent($0).signalArguments }, logger: logger, ready: ready)
     }
 
     /// Keeps the `Receiving` property in step with the service.
@@ -72,68 +72,64 @@ public enum CustomerControl {
     private static func interface(
         _ service: CustomerService, wallet: Wallet, receiving: Receiving
     ) -> DBusInterface {
-        DBusInterface(
-            ControlAPI.customerInterface,
-            methods: [
-                "StartReceiving": DBusMethod { _ in
-                    await service.startReceiving()
-                    await receiving.update(service)
-                    return []
-                },
-                "StopReceiving": DBusMethod { _ in
-                    await service.stopReceiving()
-                    await receiving.update(service)
-                    return []
-                },
-                "AcceptPayment": DBusMethod(input: "sttssb") { call in
-                    let a = call.arguments
-                    let id = try ControlAPI.paymentID(a[0].decode(String.self))
-                    let amount = try ControlAPI.money(a[1].decode(UInt64.self), a[3].decode(String.self))
-                    let (tip, instrument, delegated) = (try a[2].decode(UInt64.self), try a[4].decode(String.self), try a[5].decode(Bool.self))
-                    do throws(PaymentError) {
-                        try await service.accept(
-                            id, amount: amount, tipMinorUnits: tip, instrumentID: instrument, delegated: delegated)
-                    } catch { throw ControlAPI.error(error) }
-                    return []
-                },
-                "CancelPayment": DBusMethod(input: "s") { call in
-                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
-                    do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
-                    return []
-                },
-                "ListInstruments": DBusMethod(output: "a(sssba{sx})") { _ in
-                    let list: [Instrument]
-                    do throws(PaymentError) { list = try await wallet.list() } catch { throw ControlAPI.error(error) }
-                    return [.array(element: "(sssba{sx})", list.map {
-                        .structure([
-                            .string($0.id), .string($0.kind), .string($0.description), .boolean($0.blocked),
-                            .dictionary(key: "s", value: "x", $0.available.sorted { $0.key < $1.key }.map {
-                                DBusDictEntry(key: .string($0.key), value: .int64($0.value))
-                            }),
-                        ])
-                    })]
-                },
-                "AddCard": DBusMethod(input: "sqqs", output: "s") { call in
-                    let a = call.arguments
-                    let (number, month, year, cvc) = (
-                        try a[0].decode(String.self), try a[1].decode(UInt16.self), try a[2].decode(UInt16.self),
-                        try a[3].decode(String.self))
-                    do throws(PaymentError) {
-                        return [.string(try await wallet.addCard(number, Int(month), Int(year), cvc))]
-                    } catch { throw ControlAPI.error(error) }
-                },
-                "PaymentStatus": DBusMethod(input: "s", output: "(ssa{sv})") { call in
-                    let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
-                    guard let entry = await service.status(of: id) else {
-                        throw ControlAPI.error(PaymentError(.notFound, "this daemon was shown no payment \(id)"))
-                    }
-                    return [ControlAPI.entry(entry)]
-                },
-                "ListPayments": DBusMethod(output: "a(ssa{sv})") { _ in
-                    [.array(element: "(ssa{sv})", await service.shownPayments.map(ControlAPI.entry))]
-                },
-            ],
-            properties: ["Receiving": DBusProperty(.boolean(false))],
-            signals: [ControlAPI.eventSignal: ControlAPI.eventSignature])
+        ControlAPI.interface(.customer, handlers: [
+            "StartReceiving": { _ in
+                await service.startReceiving()
+                await receiving.update(service)
+                return []
+            },
+            "StopReceiving": { _ in
+                await service.stopReceiving()
+                await receiving.update(service)
+                return []
+            },
+            "AcceptPayment": { call in
+                let a = call.arguments
+                let id = try ControlAPI.paymentID(a[0].decode(String.self))
+                let amount = try ControlAPI.money(a[1].decode(UInt64.self), a[3].decode(String.self))
+                let (tip, instrument, delegated) = (try a[2].decode(UInt64.self), try a[4].decode(String.self), try a[5].decode(Bool.self))
+                do throws(PaymentError) {
+                    try await service.accept(
+                        id, amount: amount, tipMinorUnits: tip, instrumentID: instrument, delegated: delegated)
+                } catch { throw ControlAPI.error(error) }
+                return []
+            },
+            "CancelPayment": { call in
+                let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
+                return []
+            },
+            "ListInstruments": { _ in
+                let list: [Instrument]
+                do throws(PaymentError) { list = try await wallet.list() } catch { throw ControlAPI.error(error) }
+                return [.array(element: "(sssba{sx})", list.map {
+                    .structure([
+                        .string($0.id), .string($0.kind), .string($0.description), .boolean($0.blocked),
+                        .dictionary(key: "s", value: "x", $0.available.sorted { $0.key < $1.key }.map {
+                            DBusDictEntry(key: .string($0.key), value: .int64($0.value))
+                        }),
+                    ])
+                })]
+            },
+            "AddCard": { call in
+                let a = call.arguments
+                let (number, month, year, cvc) = (
+                    try a[0].decode(String.self), try a[1].decode(UInt16.self), try a[2].decode(UInt16.self),
+                    try a[3].decode(String.self))
+                do throws(PaymentError) {
+                    return [.string(try await wallet.addCard(number, Int(month), Int(year), cvc))]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "PaymentStatus": { call in
+                let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
+                guard let snapshot = await service.status(of: id) else {
+                    throw ControlAPI.error(PaymentError(.notFound, "this daemon was shown no payment \(id)"))
+                }
+                return [ControlPayment(snapshot).dbusValue]
+            },
+            "ListPayments": { _ in
+                [.array(element: ControlPayment.signature, await service.shownPayments.map { ControlPayment($0).dbusValue })]
+            },
+        ], properties: ["Receiving": DBusProperty(.boolean(false))])
     }
 }

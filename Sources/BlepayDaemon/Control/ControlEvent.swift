@@ -1,0 +1,166 @@
+import BlepayPayments
+import BlepayProtocol
+import DBusKit
+
+/// One `PaymentEvent(s kind, s payment_id, a{sv} details)` signal, typed: what the daemons emit, what `blepayctl
+/// watch` prints (`--json`: this value, with `daemon`, `time` and `text`), and what tests and scripts read back.
+/// The customer's kinds are the reference SDK's.
+public struct ControlEvent: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        // The customer's, per payment `receivedPayment` then one of the four after it; `disconnected` per connection.
+        case receivedPayment, finishedPayment, error, otherPaid, disconnected
+        /// Either side's: the customer's (details `by`) or the business's own withdrawal.
+        case cancelled
+        // The business's.
+        case offered, declined, customerRefused, accepted, acceptanceRefused, outcomePending, finished, failed, expired
+    }
+
+    public var kind: Kind
+    /// Empty for `disconnected` and for a failure of a connection itself.
+    public var paymentID: String
+    public var details: ControlDetails
+
+    public init(kind: Kind, paymentID: String, details: ControlDetails = ControlDetails()) {
+        self.kind = kind
+        self.paymentID = paymentID
+        self.details = details
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind = "event"
+        case paymentID = "payment_id"
+        case details
+    }
+
+    /// The signal's arguments.
+    public var signalArguments: [DBusValue] { [.string(kind.rawValue), .string(paymentID), details.dbusValue] }
+
+    /// Reads a `PaymentEvent` signal; an unknown kind or a malformed value is a `DBusError`.
+    public init(signal message: DBusMessage) throws(DBusError) {
+        let arguments = message.arguments
+        guard arguments.count == 3 else { throw DBusError(.typeMismatch, "PaymentEvent has 3 arguments, not \(arguments.count)") }
+        let name = try arguments[0].decode(String.self)
+        guard let kind = Kind(rawValue: name) else { throw DBusError(.typeMismatch, "no event kind \(name)") }
+        self.init(kind: kind, paymentID: try arguments[1].decode(String.self), details: try ControlDetails(dbus: arguments[2]))
+    }
+
+    /// One line as people read it: kind, payment id, then the details.
+    public var text: String { ([kind.rawValue, paymentID.isEmpty ? "-" : paymentID] + details.described).joined(separator: "  ") }
+
+    // MARK: From the payment model
+
+    public init(_ event: CustomerEvent) {
+        var details = ControlDetails()
+        details.peer = event.peer.rawValue
+        switch event {
+        case .receivedPayment(_, let request):
+            self.init(kind: .receivedPayment, paymentID: request.paymentID.description, details: details.merging(request))
+            return
+        case .finishedPayment(_, let receipt):
+            details.add(receipt)
+            self.init(kind: .finishedPayment, paymentID: receipt.paymentID.description, details: details)
+        case .cancelled(_, let payment, let side):
+            details.by = side == .customer ? "customer" : "business"
+            self.init(kind: .cancelled, paymentID: payment.description, details: details)
+        case .error(_, let payment, let error):
+            details.add(error)
+            self.init(kind: .error, paymentID: payment?.description ?? "", details: details)
+        case .otherPaid(_, let payment):
+            self.init(kind: .otherPaid, paymentID: payment.description, details: details)
+        case .disconnected:
+            self.init(kind: .disconnected, paymentID: "", details: details)
+        }
+    }
+
+    public init(_ event: BusinessEvent) {
+        var details = ControlDetails()
+        let (kind, id): (Kind, PaymentID)
+        switch event {
+        case .offered(let payment, let peer): (kind, id, details.peer) = (.offered, payment, peer.rawValue)
+        case .declined(let payment, let peer): (kind, id, details.peer) = (.declined, payment, peer.rawValue)
+        case .customerRefused(let payment, let peer, let error):
+            (kind, id, details.peer) = (.customerRefused, payment, peer.rawValue)
+            details.add(error)
+        case .accepted(let payment, let peer, let total):
+            (kind, id, details.peer) = (.accepted, payment, peer.rawValue)
+            (details.total, details.currency) = (total.minorUnits, total.currency.code)
+        case .acceptanceRefused(let payment, let peer, let error):
+            (kind, id, details.peer) = (.acceptanceRefused, payment, peer.rawValue)
+            details.add(error)
+        case .outcomePending(let payment): (kind, id) = (.outcomePending, payment)
+        case .finished(let payment, let peer, let receipt):
+            (kind, id, details.peer) = (.finished, payment, peer.rawValue)
+            details.add(receipt)
+        case .failed(let payment, let peer, let error):
+            (kind, id, details.peer) = (.failed, payment, peer.rawValue)
+            details.add(error)
+        case .cancelled(let payment): (kind, id) = (.cancelled, payment)
+        case .expired(let payment): (kind, id) = (.expired, payment)
+        }
+        self.init(kind: kind, paymentID: id.description, details: details)
+    }
+}
+
+/// A payment as `PaymentStatus` and `ListPayments` give it: `(s payment_id, s status, a{sv} details)`.
+public struct ControlPayment: Sendable, Hashable, Codable {
+    public var paymentID: String
+    /// `open`, `accepted`, `finished`, `cancelled`, `expired`, `other-paid` or `failed` (details `code`).
+    public var status: String
+    public var details: ControlDetails
+
+    enum CodingKeys: String, CodingKey {
+        case paymentID = "payment_id"
+        case status, details
+    }
+
+    public init(_ snapshot: PaymentSnapshot) {
+        paymentID = snapshot.request.paymentID.description
+        status = snapshot.status.name
+        details = ControlDetails(snapshot.request)
+        if let receipt = snapshot.receipt { details.add(receipt) }
+        if case .failed(let code) = snapshot.status { details.add(PaymentError(code)) }
+        details.peer = snapshot.peer?.rawValue
+    }
+
+    public static let signature: DBusSignature = "(ssa{sv})"
+
+    public var dbusValue: DBusValue { .structure([.string(paymentID), .string(status), details.dbusValue]) }
+
+    public init(dbus value: DBusValue) throws(DBusError) {
+        guard case .structure(let fields) = value.unwrapped, fields.count == 3 else {
+            throw DBusError(.typeMismatch, "a payment is (ssa{sv})")
+        }
+        paymentID = try fields[0].decode(String.self)
+        status = try fields[1].decode(String.self)
+        details = try ControlDetails(dbus: fields[2])
+    }
+
+    public var text: String { ([paymentID, status] + details.described).joined(separator: "  ") }
+}
+
+extension ControlDetails {
+    func merging(_ request: PaymentRequest) -> ControlDetails {
+        var merged = ControlDetails(request)
+        merged.peer = peer
+        return merged
+    }
+
+    /// The details as people read them: amounts with their currency first, then the rest as key=value.
+    var described: [String] {
+        var parts = [money(amount), money(total)].compactMap { $0.map { "\($0)" } }
+        if tip != 0, let tip = money(tip) { parts.append("tip \(tip)") }
+        var rest = self
+        if money(amount) != nil || money(total) != nil { (rest.amount, rest.total, rest.tip, rest.currency) = (nil, nil, nil, nil) }
+        let entries = (try? rest.dbusValue.decode([String: DBusValue].self)) ?? [:]
+        for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
+            switch value.unwrapped {
+            case .string(let text): parts.append("\(key)=\(text)")
+            case .uint64(let number): parts.append("\(key)=\(number)")
+            case .uint32(let number): parts.append("\(key)=\(number)")
+            default: break
+            }
+        }
+        return parts
+    }
+}
+

@@ -1,0 +1,69 @@
+import DBusKit
+
+/// The control API's methods, arguments named and typed once: the exported objects take their signatures from here,
+/// and so does the introspection XML installed under `/usr/share/dbus-1/interfaces/` (`blepayctl interface`).
+extension ControlAPI {
+    /// A method's arguments in and out, as (name, complete type).
+    struct Method: Sendable {
+        let input: [(String, String)]
+        let output: [(String, String)]
+
+        init(_ input: [(String, String)] = [], _ output: [(String, String)] = []) {
+            self.input = input
+            self.output = output
+        }
+
+        /// Exported with `handler`.
+        func exported(_ handler: @escaping DBusMethod.Handler) -> DBusMethod {
+            DBusMethod(
+                input: DBusSignature(stringLiteral: input.map(\.1).joined()),
+                output: DBusSignature(stringLiteral: output.map(\.1).joined()),
+                inputNames: input.map(\.0), outputNames: output.map(\.0), handler)
+        }
+    }
+
+    static let paymentOut = [("payment", "(ssa{sv})")]
+    static let paymentsOut = [("payments", "a(ssa{sv})")]
+
+    static let customerMethods: [String: Method] = [
+        "StartReceiving": Method(),
+        "StopReceiving": Method(),
+        "AcceptPayment": Method([
+            ("payment_id", "s"), ("amount", "t"), ("tip", "t"), ("currency", "s"), ("instrument_id", "s"),
+            ("delegated", "b"),
+        ]),
+        "CancelPayment": Method([("payment_id", "s")]),
+        "ListInstruments": Method([], [("instruments", "a(sssba{sx})")]),
+        "AddCard": Method([("number", "s"), ("expiry_month", "q"), ("expiry_year", "q"), ("cvc", "s")], [("instrument_id", "s")]),
+        "PaymentStatus": Method([("payment_id", "s")], paymentOut),
+        "ListPayments": Method([], paymentsOut),
+    ]
+
+    static let businessMethods: [String: Method] = [
+        "SendPaymentRequest": Method([("amount", "t"), ("currency", "s"), ("reference", "s")], [("payment_id", "s")]),
+        "CancelPayment": Method([("payment_id", "s")]),
+        "PaymentStatus": Method([("payment_id", "s")], paymentOut),
+        "ListPayments": Method([], paymentsOut),
+    ]
+
+    /// The interface with `handlers` by method name; a method without one refuses every call.
+    static func interface(
+        _ role: DaemonConfiguration.Role, handlers: [String: DBusMethod.Handler], properties: [String: DBusProperty] = [:]
+    ) -> DBusInterface {
+        let (table, name) = role == .customer ? (customerMethods, customerInterface) : (businessMethods, businessInterface)
+        let methods = table.reduce(into: [String: DBusMethod]()) { methods, entry in
+            methods[entry.key] = entry.value.exported(handlers[entry.key] ?? { _ in
+                throw DBusError.reply(name: "org.freedesktop.DBus.Error.NotSupported", "\(entry.key) is not served here")
+            })
+        }
+        return DBusInterface(
+            name, methods: methods, properties: properties, signals: [eventSignal: eventSignature],
+            signalArgumentNames: [eventSignal: eventArgumentNames])
+    }
+
+    /// The interface's introspection XML, as installed for tools like `busctl` and `gdbus`.
+    public static func introspectionXML(_ role: DaemonConfiguration.Role) -> String {
+        interface(role, handlers: [:], properties: role == .customer ? ["Receiving": DBusProperty(.boolean(false))] : [:])
+            .introspectionXML
+    }
+}

@@ -1,0 +1,174 @@
+@testable import BlepayDaemon
+import BlepayPayments
+import BlepayProtocol
+import DBusKit
+import DBusTestSupport
+import Foundation
+import TestSupport
+import Testing
+
+/// The control API's one contract, `ControlEvent`: every event either daemon can emit goes out as a `PaymentEvent`
+/// signal on a real bus and comes back, through `blepayctl watch --json` as operators, `make demo` and the rig read
+/// it, as the same typed value; and the introspection XML installed for tools is the interface the daemons serve.
+@Suite(.timeLimit(.minutes(1)))
+struct ControlContractTests {
+    static let blepayctl = BuiltProduct("blepayctl", overriddenBy: "BLEPAYCTL")
+
+    static let peer = PeerID(7)
+    static let request = try! PaymentRequest(
+        paymentID: PaymentID(bytes: Array(repeating: 0xAB, count: 16)), amount: Money(minorUnits: 2550, currency: Currency("JPY")),
+        reference: "order-1", merchantID: "m_cafe", merchantName: "Café Zürich", createdAt: fixedNow,
+        expiresAt: fixedNow.adding(milliseconds: 120_000), businessOnline: true, signature: .unsigned)
+    static var id: PaymentID { request.paymentID }
+    static let receipt = try! Receipt(
+        paymentID: request.paymentID, status: .settled, transactionID: "pay:1", amount: request.amount, tipMinorUnits: 100,
+        issuedAt: fixedNow, ledgerSignature: .unsigned)
+    static let refusal = PaymentError(.insufficientFunds, "balance 3")
+
+    /// One of every event each side emits.
+    static let customerEvents: [CustomerEvent] = [
+        .receivedPayment(peer, request), .finishedPayment(peer, receipt), .cancelled(peer, id, by: .customer),
+        .cancelled(peer, id, by: .business), .error(peer, id, refusal), .error(peer, nil, PaymentError(.securityFailure)),
+        .otherPaid(peer, id), .disconnected(peer),
+    ]
+    static let businessEvents: [BusinessEvent] = [
+        .offered(id, peer), .declined(id, by: peer), .customerRefused(id, by: peer, PaymentError(.clockSkew)),
+        .accepted(id, by: peer, total: try! Money(minorUnits: 2650, currency: Currency("JPY"))),
+        .acceptanceRefused(id, by: peer, refusal), .outcomePending(id), .finished(id, by: peer, receipt),
+        .failed(id, by: peer, refusal), .cancelled(id), .expired(id),
+    ]
+
+    @Test func everyKindIsCoveredOnce() {
+        let kinds = Set(Self.customerEvents.map { ControlEvent($0).kind } + Self.businessEvents.map { ControlEvent($0).kind })
+        #expect(kinds == Set(ControlEvent.Kind.allCases))
+    }
+
+    @Test func amountsKeepTheirCurrencysOwnDigits() {
+        let shown = ControlEvent(CustomerEvent.receivedPayment(Self.peer, Self.request))
+        #expect(shown.details.amount == 2550 && shown.details.currency == "JPY")
+        #expect(shown.text.contains("2550 JPY") && !shown.text.contains("25.50"))
+    }
+
+    @Test func everyEventRoundTripsThroughTheBusAndBlepayctlWatch() async throws {
+        let bus = try TestBus()
+        defer { bus.stop() }
+        let daemon = try await bus.connect()
+        var handles: [DaemonConfiguration.Role: DBusObjectHandle] = [:]
+        for role in DaemonConfiguration.Role.allCases {
+            let (name, path, _) = ControlAPI.address(role)
+            handles[role] = try await daemon.export(path, interfaces: [ControlAPI.interface(role, handlers: [:])])
+            try await daemon.requestName(name)
+        }
+        let expected = Self.customerEvents.map { (DaemonConfiguration.Role.customer, ControlEvent($0)) }
+            + Self.businessEvents.map { (DaemonConfiguration.Role.business, ControlEvent($0)) }
+
+        let (watch, pipe) = try Self.blepayctl.start(["watch", "--json", "--bus", bus.address])
+        defer { watch.terminate() }
+        var lines = Lines(pipe).makeAsyncIterator()
+        // A marker until blepayctl shows it heard one: from then on it hears everything, in order.
+        let marker = ControlEvent(kind: .disconnected, paymentID: "", details: ControlDetails())
+        let customer = try #require(handles[.customer])
+        let emitter = Task {
+            while !Task.isCancelled {
+                try customer.emitSignal(
+                    interface: ControlAPI.customerInterface, member: ControlAPI.eventSignal, arguments: marker.signalArguments)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        _ = await lines.next()
+        emitter.cancel()
+        _ = await emitter.result
+        for (role, event) in expected {
+            try handles[role]!.emitSignal(
+                interface: ControlAPI.address(role).interface, member: ControlAPI.eventSignal, arguments: event.signalArguments)
+        }
+        var received: [(String, ControlEvent, String)] = []
+        while received.count < expected.count, let line = await lines.next() {
+            let decoded = try JSONDecoder().decode(WatchedLine.self, from: Data(line.utf8))
+            if decoded.event == marker { continue }
+            received.append((decoded.daemon, decoded.event, decoded.text))
+        }
+        #expect(received.map(\.0) == expected.map(\.0.rawValue))
+        #expect(received.map(\.1) == expected.map(\.1))
+        #expect(received.map(\.2) == expected.map { "\($0.1.text)" })
+    }
+
+    @Test(arguments: DaemonConfiguration.Role.allCases)
+    func theInstalledInterfaceIsTheOneServed(role: DaemonConfiguration.Role) async throws {
+        let fixture = try await ControlFixture()
+        defer { fixture.stop() }
+        let (name, path, interface) = ControlAPI.address(role)
+        let served = try await fixture.client.call(
+            destination: name, path: path, interface: "org.freedesktop.DBus.Introspectable", member: "Introspect")
+            .arguments[0].decode(String.self)
+        let printed = try Self.blepayctl.run(["interface", role.rawValue])
+        #expect(printed.status == 0)
+        let installed = try #require(Self.element(interface, in: printed.output))
+        #expect(Self.element(interface, in: served) == installed)
+        #expect(installed.contains(#"<arg name="payment_id" type="s" direction="in"/>"#))
+        #expect(installed.contains(#"<arg name="details" type="a{sv}"/>"#))
+    }
+
+    /// The `<interface name="…">` element of an introspection document.
+    static func element(_ interface: String, in xml: String) -> String? {
+        guard let start = xml.range(of: #"<interface name="\#(interface)">"#),
+            let end = xml.range(of: "</interface>", range: start.upperBound..<xml.endIndex)
+        else { return nil }
+        return String(xml[start.lowerBound..<end.upperBound])
+    }
+
+    /// A line of `blepayctl watch --json`.
+    struct WatchedLine: Decodable {
+        let daemon: String
+        let text: String
+        let event: ControlEvent
+
+        private enum Keys: String, CodingKey { case daemon, text }
+
+        init(from decoder: any Decoder) throws {
+            event = try ControlEvent(from: decoder)
+            let container = try decoder.container(keyedBy: Keys.self)
+            (daemon, text) = (try container.decode(String.self, forKey: .daemon), try container.decode(String.self, forKey: .text))
+        }
+    }
+}
+
+/// A process's output, line by line, as it comes.
+struct Lines: AsyncSequence {
+    let stream: AsyncStream<String>
+
+    init(_ pipe: Pipe) {
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        let buffer = LockedBuffer()
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                continuation.finish()
+                return
+            }
+            for line in buffer.append(data) { continuation.yield(line) }
+        }
+        self.stream = stream
+    }
+
+    func makeAsyncIterator() -> AsyncStream<String>.Iterator { stream.makeAsyncIterator() }
+
+    final class LockedBuffer: @unchecked Sendable {
+        private var pending = Data()
+        private let lock = NSLock()
+
+        /// The complete lines so far.
+        func append(_ data: Data) -> [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            pending.append(data)
+            var lines: [String] = []
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                pending.removeSubrange(pending.startIndex...newline)
+            }
+            return lines
+        }
+    }
+}
