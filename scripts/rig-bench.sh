@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# The daemons' timings and footprint, in the rig's one-host topology with six controllers (rig.sh one-host
-# --controllers 6): the ledger, a business on hci0 and five customers (instances c1..c5 on hci1..hci5).
+# The daemons' timings and footprint, in the rig's one-host topology with CUSTOMERS + 1 controllers (rig.sh one-host
+# --controllers N): the ledger, a business on hci0 and CUSTOMERS customers (instances c1..cN on hci1..hciN).
 #   discovery: c1 restarts while a request is open; from its start to the request shown (BlueZ registration,
 #     advertising, discovery, connection, handshake and the request's delivery);
 #   PAYMENTS payments with c1 on its open connection: request -> receivedPayment and accept -> finishedPayment
 #     (each from the moment blepayctl is started, so the CLI's own start is included);
-#   broadcast: c2..c5 join; one request shown to all five, c1 accepts, the other four get otherPaid;
+#   broadcast: c2..cN join; one request shown to all of them, c1 accepts, every other one gets otherPaid;
 #   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run.
-# Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS]
+# Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS] [CUSTOMERS]
 set -euo pipefail
 payments=${2:-50}
+count=${3:-5}
 export BLEPAY_LOG_LEVEL=info
 source "$(dirname "$0")/rig-lib.sh"
 install_blepay "$1"
 ledger="http://[::1]:8480"
-customers=(c1 c2 c3 c4 c5)
+customers=()
+for ((i = 1; i <= count; i++)); do customers+=("c$i"); done
 
 start_ledger
 configure /etc/blepay/business.toml business "$ledger" "$(account merchant Bench | json '["enrollmentToken"]')" hci0
 start business business "$(ready_check org.blepay.Business hci0 Discovering)"
-for i in 1 2 3 4 5; do
+for ((i = 1; i <= count; i++)); do
   configure "/etc/blepay/customer-c$i.toml" customer "$ledger" "$(account customer "c$i" | json '["enrollmentToken"]')" \
     "hci$i" "c$i"
 done
@@ -122,10 +124,10 @@ def pct(values, p):
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 result = {
     "discovery_to_first_request_s": samples["discovery"][0],
-    "payments": len(samples["shown"]),
-    "request_to_received_ms": {"p50": pct(samples["shown"], 50) * 1000, "p95": pct(samples["shown"], 95) * 1000},
-    "accept_to_finished_ms": {"p50": pct(samples["finished"], 50) * 1000, "p95": pct(samples["finished"], 95) * 1000},
-    "broadcast": {"customers": 5, "other_paid": len(samples["other_paid"]),
+    "payments": len(samples.get("shown", [])),
+    "request_to_received_ms": {"p50": pct(samples["shown"], 50) * 1000, "p95": pct(samples["shown"], 95) * 1000} if "shown" in samples else None,
+    "accept_to_finished_ms": {"p50": pct(samples["finished"], 50) * 1000, "p95": pct(samples["finished"], 95) * 1000} if "finished" in samples else None,
+    "broadcast": {"customers": len(samples["other_paid"]) + 1, "other_paid": len(samples["other_paid"]),
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
                   "accept_to_last_other_paid_s": samples["broadcast_other_paid"][0]},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
