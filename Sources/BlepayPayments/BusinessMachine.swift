@@ -53,8 +53,8 @@ public struct BusinessMachine: Sendable {
     public mutating func disconnected(_ peer: PeerID) {
         guard peers.removeValue(forKey: peer) != nil else { return }
         for payment in payments.newestFirst where payment.offered.contains(peer) || payment.declined.contains(peer) {
-            payments[payment.request.paymentID]!.offered.remove(peer)
-            payments[payment.request.paymentID]!.declined.remove(peer)
+            payments[payment.request.paymentID]?.offered.remove(peer)
+            payments[payment.request.paymentID]?.declined.remove(peer)
         }
     }
 
@@ -239,7 +239,7 @@ public struct BusinessMachine: Sendable {
         if let error = verifier.verify(acceptance, of: payment.request, session: session) {
             return refuseForGood(id, peer, error)
         }
-        payments[id]!.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
+        payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
         return [.emit(.accepted(id, by: peer, total: acceptance.total)), .execute(payment.request, acceptance)]
     }
 

@@ -70,7 +70,7 @@ public struct CustomerMachine: Sendable {
             case .finished(let receipt):
                 guard payments[result.paymentID]?.phase == .accepted, payments[result.paymentID]?.peer == peer
                 else { return [] }
-                payments[result.paymentID]!.receipt = receipt
+                payments[result.paymentID]?.receipt = receipt
                 return end(result.paymentID, of: peer, from: [.accepted], .finishedPayment(peer, receipt), .finished)
             case .failed(let code, let detail):
                 return end(result.paymentID, of: peer, from: [.accepted],
@@ -106,7 +106,7 @@ public struct CustomerMachine: Sendable {
             throw PaymentError(.invalidInstrument, "not an instrument id")
         }
         guard let session = sessions[payment.peer] else { throw PaymentError(.connectionFailed) }
-        payments[paymentID]!.phase = .accepted
+        payments[paymentID]?.phase = .accepted
         return [.sendAcceptance(payment.peer, payment.request, terms, session)]
     }
 
@@ -238,7 +238,7 @@ public struct CustomerMachine: Sendable {
         _ id: PaymentID, of peer: PeerID, from phases: Set<Phase>, _ event: CustomerEvent, _ status: PaymentStatus
     ) -> [CustomerAction] {
         guard let payment = payments[id], payment.peer == peer, phases.contains(payment.phase) else { return [] }
-        payments[id]!.phase = .ended(status)
+        payments[id]?.phase = .ended(status)
         return [.emit(event)]
     }
 }

@@ -31,8 +31,9 @@ public actor BusinessService {
     private let driver: BusinessDriver
     private let settings: Settings
     private let logger: Logger
+    private let relayed = AsyncStream<BusinessEvent>.makeStream()
     /// Every payment's events, in order; the control API turns them into signals.
-    public nonisolated var events: AsyncStream<BusinessEvent> { driver.events }
+    public nonisolated var events: AsyncStream<BusinessEvent> { relayed.stream }
 
     public init(
         links: Links, ledger: any PaymentLedger, signer: any RequestSigner, merchant: BusinessDriver.Merchant,
@@ -56,8 +57,29 @@ public actor BusinessService {
         }
     }
 
-    /// Runs the payments (offers, acceptances, the ledger) until the link layer ends or the task is cancelled.
-    public func runPayments() async { await driver.run() }
+    /// Runs the payments (offers, acceptances, the ledger) until the link layer ends or the task is cancelled, and
+    /// relays their events.
+    public func runPayments() async {
+        let (driver, logger, relayed) = (driver, logger, relayed)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await driver.run() }
+            group.addTask {
+                for await event in driver.events {
+                    switch event {
+                    case .customerRefused(let id, let peer, let error) where error.code == .clockSkew:
+                        logger.warning("a customer refused a request: the clocks differ", metadata: [
+                            "payment": "\(id)", "peer": "\(peer)",
+                        ])
+                    case .failed(let id, _, let error) where error.code == .clockSkew:
+                        logger.warning("the ledger refused this device's clock", metadata: ["payment": "\(id)"])
+                    default: break
+                    }
+                    relayed.continuation.yield(event)
+                }
+                relayed.continuation.finish()
+            }
+        }
+    }
 
     /// The daemon is stopping: open requests are cancelled (their customers are told), payments being executed
     /// are waited for up to `limit` so that they end with their result; once each has ended with its event,

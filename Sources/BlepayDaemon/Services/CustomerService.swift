@@ -67,7 +67,15 @@ public actor CustomerService {
         }
         let driving = Task { await driver.run() }
         let relaying = Task { [continuation] in
-            for await event in driver.events { continuation.yield(event) }
+            for await event in driver.events {
+                if case .error(let peer, let id, let error) = event, error.code == .clockSkew {
+                    // Its own line: a wrong clock hides every request, and only the operator can set it right.
+                    logger.warning("a request was refused: the clocks differ", metadata: [
+                        "peer": "\(peer)", "payment": "\(id.map(\.description) ?? "-")", "detail": "\(error.detail ?? "")",
+                    ])
+                }
+                continuation.yield(event)
+            }
         }
         registration = Registration(driver: driver, tasks: [serving, driving], relaying: relaying)
         logger.info("receiving payments")
