@@ -77,6 +77,10 @@ import Testing
         #expect(refused(422, "insufficient-funds") == .insufficientFunds)
         #expect(refused(422, "blocked") == .blocked)
         #expect(refused(401, nil) == .invalidCredentials)
+        // A request signed too far from the ledger's clock is this device's clock, not its credentials.
+        let stale = LedgerClientError.refused(status: 401, ErrorBody.Detail(
+            code: "auth.stale-timestamp", message: "m", fields: nil, paymentError: nil))
+        #expect(stale.paymentError.code == .clockSkew)
         #expect(refused(404, nil) == .notFound)
         #expect(refused(400, nil) == .ledgerError)
         #expect(LedgerClientError.invalidResponse("?").paymentError.code == .ledgerError)
