@@ -20,7 +20,9 @@ public enum BusinessControl {
     }
 
     private static func interface(_ service: BusinessService) -> DBusInterface {
-        ControlAPI.interface(.business, handlers: [
+        let payments = ControlAPI.paymentHandlers(
+            status: { await service.status(of: $0) }, list: { await service.sentPayments }, unknown: "this daemon sent no payment")
+        return ControlAPI.interface(.business, handlers: payments.merging([
             "SendPaymentRequest": { call in
                 let a = call.arguments
                 let amount = try ControlAPI.money(a[0].decode(UInt64.self), a[1].decode(String.self))
@@ -35,16 +37,6 @@ public enum BusinessControl {
                 do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
                 return []
             },
-            "PaymentStatus": { call in
-                let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
-                guard let snapshot = await service.status(of: id) else {
-                    throw ControlAPI.error(PaymentError(.notFound, "this daemon sent no payment \(id)"))
-                }
-                return [ControlPayment(snapshot).dbusValue]
-            },
-            "ListPayments": { _ in
-                [.array(element: ControlPayment.signature, await service.sentPayments.map { ControlPayment($0).dbusValue })]
-            },
-        ])
+        ]) { $1 })
     }
 }

@@ -1,3 +1,5 @@
+import BlepayPayments
+import BlepayProtocol
 import DBusKit
 
 /// The control API's methods, arguments named and typed once: the exported objects take their signatures from here,
@@ -59,6 +61,21 @@ extension ControlAPI {
         return DBusInterface(
             name, methods: methods, properties: properties, signals: [eventSignal: eventSignature],
             signalArgumentNames: [eventSignal: eventArgumentNames])
+    }
+
+    /// `PaymentStatus` and `ListPayments`, which both daemons answer from their machines' records.
+    static func paymentHandlers(
+        status: @escaping @Sendable (PaymentID) async -> PaymentSnapshot?,
+        list: @escaping @Sendable () async -> [PaymentSnapshot], unknown: String
+    ) -> [String: DBusMethod.Handler] {
+        [
+            "PaymentStatus": { call in
+                let id = try paymentID(call.arguments[0].decode(String.self))
+                guard let snapshot = await status(id) else { throw error(PaymentError(.notFound, "\(unknown) \(id)")) }
+                return [ControlPayment(snapshot).dbusValue]
+            },
+            "ListPayments": { _ in [.array(element: ControlPayment.signature, await list().map { ControlPayment($0).dbusValue })] },
+        ]
     }
 
     /// The interface's introspection XML, as installed for tools like `busctl` and `gdbus`.

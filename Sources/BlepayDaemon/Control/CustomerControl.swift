@@ -72,7 +72,10 @@ public enum CustomerControl {
     private static func interface(
         _ service: CustomerService, wallet: Wallet, receiving: Receiving
     ) -> DBusInterface {
-        ControlAPI.interface(.customer, handlers: [
+        let payments = ControlAPI.paymentHandlers(
+            status: { await service.status(of: $0) }, list: { await service.shownPayments },
+            unknown: "this daemon was shown no payment")
+        return ControlAPI.interface(.customer, handlers: payments.merging([
             "StartReceiving": { _ in
                 await service.startReceiving()
                 await receiving.update(service)
@@ -120,16 +123,6 @@ public enum CustomerControl {
                     return [.string(try await wallet.addCard(number, Int(month), Int(year), cvc))]
                 } catch { throw ControlAPI.error(error) }
             },
-            "PaymentStatus": { call in
-                let id = try ControlAPI.paymentID(call.arguments[0].decode(String.self))
-                guard let snapshot = await service.status(of: id) else {
-                    throw ControlAPI.error(PaymentError(.notFound, "this daemon was shown no payment \(id)"))
-                }
-                return [ControlPayment(snapshot).dbusValue]
-            },
-            "ListPayments": { _ in
-                [.array(element: ControlPayment.signature, await service.shownPayments.map { ControlPayment($0).dbusValue })]
-            },
-        ], properties: ["Receiving": DBusProperty(.boolean(false))])
+        ]) { $1 }, properties: ["Receiving": DBusProperty(.boolean(false))])
     }
 }
