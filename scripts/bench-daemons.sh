@@ -13,7 +13,8 @@ trap 'rm -rf "$out"' EXIT
 # run DIR CUSTOMERS PAYMENTS: the scenario in the rig, its results in DIR/daemons-bench.json.
 run() {
   mkdir -p "$1"
-  "$here/rig.sh" --out "$1" --timeout 2400 one-host --controllers $(($2 + 1)) -- "bash $here/rig-bench.sh $bin $3 $2" \
+  "$here/rig.sh" --out "$1" --timeout 2400 --memory "$((1 + $2 / 8))G" one-host --controllers $(($2 + 1)) \
+    -- "bash $here/rig-bench.sh $bin $3 $2" \
     > "$1/rig.log" 2>&1 || {
     echo "bench: the daemons' scenario with $2 customers failed; rig output:" >&2
     tail -n 40 "$1/rig.log" >&2

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the rig's virtual controller: BlueZ 5.66's btvirt (Debian's source, checksum pinned) with btvirt.patch.
-# The packaged btvirt gives a central's second connection a handle of its own on each end, so a business cannot
-# serve two customers at once; and its server loses its place in the H4 stream when a read from a bridged
-# controller ends inside a packet header, after which host b's controller answers nothing. The patch fixes both.
+# The packaged btvirt has room for 16 controllers in one air; it gives a central's second connection a handle of its
+# own on each end, so a business cannot serve two customers at once; and its server loses its place in the H4 stream
+# when a read from a bridged controller ends inside a packet header, after which host b's controller answers
+# nothing. The patch makes room for 32 and fixes both.
 # Installs /usr/local/libexec/blepay-rig/btvirt; idempotent. Usage: build-btvirt.sh (as root)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

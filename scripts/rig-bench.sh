@@ -20,6 +20,8 @@ for ((i = 1; i <= count; i++)); do customers+=("c$i"); done
 
 start_ledger
 configure /etc/blepay/business.toml business "$ledger" "$(account merchant Bench | json '["enrollmentToken"]')" hci0
+# Room for every customer at once: the broadcast must reach them all.
+sed -i "/^adapter = /a maximum_connections = $count" /etc/blepay/business.toml
 start business business "$(ready_check org.blepay.Business hci0 Discovering)"
 for ((i = 1; i <= count; i++)); do
   configure "/etc/blepay/customer-c$i.toml" customer "$ledger" "$(account customer "c$i" | json '["enrollmentToken"]')" \

@@ -96,7 +96,8 @@ managed() {
   dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects
 }
 for a in $adapters; do
-  await "managed | grep -q '\"/org/bluez/$a\"'" 300 || fail "bluetoothd does not show $a"
+  # bluetoothd sets adapters up one after another: about 10 s each under emulation with many of them.
+  await "managed | grep -q '\"/org/bluez/$a\"'" $((300 + 100 * count)) || fail "bluetoothd does not show $a"
 done
 
 peer_addr=""

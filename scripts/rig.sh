@@ -9,6 +9,7 @@
 #   --out DIR        directory shared read-write with the guests; commands find it as $BLEPAY_RIG_OUT
 #   --logs DIR       keep bluetoothd, btmon and console logs here (kept always when given)
 #   --timeout SECS   give up after this long (default 600); exit 124
+#   --memory SIZE    each guest's memory (default 1G; twenty daemons need more)
 #
 # one-host: one VM, `btvirt -L -lN` (default N=2), one bluetoothd with adapters hci0..hciN-1.
 # two-hosts: VM a (`btvirt -L -l1 -s`, bridged to a serial port) and VM b (`btattach` on that serial port):
@@ -21,7 +22,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-out="" logs="" timeout=600 controllers=2 topology="" cmd_one="" cmd_a="" cmd_b=""
+out="" logs="" timeout=600 memory=1G controllers=2 topology="" cmd_one="" cmd_a="" cmd_b=""
 
 die() { echo "rig: $*" >&2; exit 2; }
 
@@ -30,6 +31,7 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --logs) logs=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
+    --memory) memory=$2; shift 2 ;;
     one-host|two-hosts) topology=$1; shift; break ;;
     *) die "unknown option '$1' (see the header of $0)" ;;
   esac
@@ -81,10 +83,10 @@ trap cleanup EXIT
 boot() {
   local role=$1 qemu_opts=$2
   setsid bash -c '
-    vng --run "$1" --user root --disable-kvm $4 --memory 1G --cpus 1 \
+    vng --run "$1" --user root $4 --memory "$8" --cpus "${BLEPAY_RIG_CPUS:-1}" \
         --rwdir "$2" --rwdir "$3" --qemu-opts="$5" \
         --exec "$6/rig-guest.sh $7 $2 $3" 2>&1 | sed -u "s/^/[$7] /" | tee "$2/$7.console.log"
-  ' rig "$kernel" "$work" "$out" "${BLEPAY_RIG_KVM:+--enable-kvm}" "$qemu_opts" "$here" "$role" &
+  ' rig "$kernel" "$work" "$out" "$([[ -n ${BLEPAY_RIG_KVM:-} ]] || echo --disable-kvm)" "$qemu_opts" "$here" "$role" "$memory" &
   pids+=($!)
 }
 
