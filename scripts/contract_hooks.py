@@ -120,7 +120,10 @@ def map_case(context, case):
             case.body = {"acceptance": FIXTURES["settledAcceptance"]}
         else:
             # A customer executing for a business that never reached the ledger: the request comes along.
-            # Variant 1 accepts another amount than requested (422 ledger.amount-mismatch).
+            # Variant 1 accepts another amount than requested (422 ledger.amount-mismatch); variant 2 asks more than
+            # the card holds (422 ledger.insufficient-funds).
+            if variant == 2:
+                amount = 10**12
             payment_id, request = _signed_request(amount, business_online=False)
             accepted = amount + 1 if variant == 1 else amount
             acceptance = payment_acceptance(CUSTOMER_KEY, request, accepted, card, tip=seed % 100)

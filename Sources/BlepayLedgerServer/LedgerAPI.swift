@@ -28,6 +28,8 @@ struct LedgerAPI: Sendable {
         var status: Int
         var body: [UInt8]
         var replayed = false
+        /// The refusal this answer carries, when the operation ran and refused (not when replayed).
+        var refusal: APIError?
     }
 
     /// Answers `request` with `operation`'s result (`success` is its status: 200, or 201 for a creation), after
@@ -49,6 +51,14 @@ struct LedgerAPI: Sendable {
                     anticipated: anticipated, tx, operation)
             }
             if head.method == "POST", answer.status < 300 { await watch.changed() }
+            // A refused payment leaves nothing in the books (an acceptance refused for its payer leaves the payment
+            // open for another): this line is what remains of the attempt, besides its idempotency record.
+            if let refusal = answer.refusal, refusal.paymentError != nil {
+                logger.info("refused", metadata: [
+                    "method": "\(head.method)", "path": "\(head.path)", "device": "\(head.device ?? "-")",
+                    "code": "\(refusal.code)", "message": "\(refusal.message)",
+                ])
+            }
             return Self.response(answer)
         } catch {
             return Self.response(failure(error, head))
@@ -110,7 +120,7 @@ struct LedgerAPI: Sendable {
             throw error
         } catch {
             guard let refusal = APIError(refusal: error) else { throw error }
-            return Answer(status: refusal.status, body: try Self.encode(refusal.body))
+            return Answer(status: refusal.status, body: try Self.encode(refusal.body), refusal: refusal)
         }
     }
 

@@ -35,7 +35,8 @@ import Testing
             let acceptance = try ledger.acceptance(of: request, by: alice)
 
             // The first attempt reached the ledger, but its answer was lost with the process that sent it.
-            let key = try store.key(for: "accept-\(request.paymentID)")
+            let operation = "accept-\(request.paymentID)-\(acceptance.signature.bytes.prefix(8).hex)"
+            let key = try store.key(for: operation)
             let path = "/v1/payments/\(request.paymentID)/acceptance"
             let body = try LedgerClient.encode(AcceptPayment(
                 acceptance: Data(acceptance.encoded).base64EncodedString(), request: Data(request.encoded).base64EncodedString()))
@@ -49,7 +50,7 @@ import Testing
             #expect(receipt.paymentID == request.paymentID)
             #expect(try await alice.client.instruments().first?.balances.first?.posted == 8_800)
             // The outcome is final: the key is gone.
-            #expect(try store.key(for: "accept-\(request.paymentID)") != key)
+            #expect(try store.key(for: operation) != key)
         }
     }
 

@@ -6,7 +6,8 @@ import Testing
     let t0 = Timestamp(millisecondsSince1970: 1_795_000_000_000)
     let merchantKey = try! SigningKey(seed: [UInt8](repeating: 2, count: 32))
     let deviceKey = try! SigningKey(seed: [UInt8](repeating: 7, count: 32))
-    let alice = AccountID("customer:alice"), cafe = AccountID("merchant:cafe"), world = AccountID("external:cards")
+    let alice = AccountID("customer:alice"), bob = AccountID("customer:bob"), carol = AccountID("customer:carol")
+    let cafe = AccountID("merchant:cafe"), world = AccountID("external:cards")
     let eur = try! Currency("EUR")
 
     var request: PaymentRequest {
@@ -30,13 +31,26 @@ import Testing
         ).signed(by: key)
     }
 
-    func books(balance: UInt64) -> Journal {
+    /// Alice's book holds `balance`; Bob's and Carol's hold `others`.
+    func books(balance: UInt64, others: UInt64 = 0) -> Journal {
         var journal = Journal()
         journal.open(world, kind: .external)
-        journal.open(alice, kind: .customer)
         journal.open(cafe, kind: .merchant)
-        try! journal.transfer(id: "top-up", from: world, to: alice, amount: Money(minorUnits: balance, currency: eur))
+        for (customer, amount) in [(alice, balance), (bob, others), (carol, others)] {
+            journal.open(customer, kind: .customer)
+            if amount > 0 {
+                try! journal.transfer(id: "top-up-\(customer)", from: world, to: customer, amount: Money(minorUnits: amount, currency: eur))
+            }
+        }
         return journal
+    }
+
+    /// Accepts for Alice's book (unless `from` says otherwise) with her device key.
+    func accept(_ payment: inout LedgerPayment, _ accepted: PaymentAcceptance, key: Key32? = nil, from book: AccountID? = nil,
+        blocked: Bool = false, in journal: inout Journal, at now: Timestamp? = nil) throws(LedgerError)
+    {
+        try payment.accept(accepted, deviceKey: key ?? deviceKey.publicKey, from: book ?? alice, blocked: blocked, to: cafe,
+            in: &journal, at: now ?? t0)
     }
 
     func code(_ body: () throws -> Void) -> LedgerError.Code? {
@@ -50,9 +64,8 @@ import Testing
         var journal = books(balance: 10_000)
         var payment = LedgerPayment(request: request, at: t0)
         let accepted = acceptance(of: request)
-        try payment.accept(accepted, deviceKey: deviceKey.publicKey, at: t0.adding(milliseconds: 1))
-        try payment.accept(accepted, deviceKey: deviceKey.publicKey, at: t0.adding(milliseconds: 2))  // repeated
-        try payment.authorize(in: &journal, from: alice, to: cafe, at: t0.adding(milliseconds: 3))
+        try accept(&payment, accepted, in: &journal, at: t0.adding(milliseconds: 1))
+        try accept(&payment, accepted, in: &journal, at: t0.adding(milliseconds: 2))  // repeated
         #expect(journal.balance(of: alice, in: "EUR") == .init(posted: 10_000, held: 2_800))
         try payment.execute(in: &journal, at: t0.adding(milliseconds: 4))
         #expect(payment.history.map(\.status) == [.authorizationRequired, .authorizing, .authorized, .executed, .settled])
@@ -69,43 +82,61 @@ import Testing
     }
 
     @Test func acceptancesAreCheckedAgainstTheDeviceKeyTheRequestAndTheClock() throws {
+        var journal = books(balance: 10_000)
         var payment = LedgerPayment(request: request, at: t0)
-        let key = deviceKey.publicKey
-        #expect(code { try payment.accept(acceptance(of: request, amount: 2_549), deviceKey: key, at: t0) } == .amountMismatch)
+        #expect(code { try accept(&payment, acceptance(of: request, amount: 2_549), in: &journal) } == .amountMismatch)
         let stranger = try SigningKey(seed: [UInt8](repeating: 8, count: 32))
-        #expect(code { try payment.accept(acceptance(of: request, by: stranger), deviceKey: key, at: t0) } == .invalidSignature)
+        #expect(code { try accept(&payment, acceptance(of: request, by: stranger), in: &journal) } == .invalidSignature)
         let otherHash = try Hash32(Array(repeating: 1, count: 32))
-        #expect(code { try payment.accept(acceptance(of: request, requestHash: otherHash), deviceKey: key, at: t0) }
-            == .invalidSignature)
-        #expect(code { try payment.accept(acceptance(of: request), deviceKey: key, at: request.expiresAt) } == .expired)
+        #expect(code { try accept(&payment, acceptance(of: request, requestHash: otherHash), in: &journal) } == .invalidSignature)
+        #expect(code { try accept(&payment, acceptance(of: request), in: &journal, at: request.expiresAt) } == .expired)
         #expect(payment.status == .authorizationRequired)
-        try payment.accept(acceptance(of: request), deviceKey: key, at: t0)
-        #expect(code { try payment.accept(acceptance(of: request, tip: 0), deviceKey: key, at: t0) } == .invalidStatus)
+        try accept(&payment, acceptance(of: request), in: &journal)
+        #expect(code { try accept(&payment, acceptance(of: request, tip: 0), in: &journal) } == .invalidStatus)
     }
 
-    @Test func insufficientFundsFailThePaymentAndHoldNothing() throws {
-        var journal = books(balance: 2_799)
+    /// One request went to several customers: Alice's card is short of funds and Bob's is blocked; both are refused
+    /// without ending it or holding anything, and Carol, who can pay, pays.
+    @Test func aPayersRefusalLeavesThePaymentOpenAndHoldsNothingForTheNextCustomer() throws {
+        var journal = books(balance: 2_799, others: 10_000)
+        let (balances, changes) = (journal.allBalances, journal.changes)
         var payment = LedgerPayment(request: request, at: t0)
-        try payment.accept(acceptance(of: request), deviceKey: deviceKey.publicKey, at: t0)
-        #expect(code { try payment.authorize(in: &journal, from: alice, to: cafe, at: t0) } == .insufficientFunds)
-        #expect(payment.status == .failed && payment.failure == .insufficientFunds)
-        #expect(code { _ = try payment.receipt(signedBy: deviceKey) } == .invalidStatus)
+        let open = payment
+        #expect(code { try accept(&payment, acceptance(of: request), in: &journal) } == .insufficientFunds)
+        #expect(payment == open && payment.status == .authorizationRequired && payment.failure == nil)
+        let bobKey = try SigningKey(seed: [UInt8](repeating: 3, count: 32))
+        #expect(code {
+            try accept(&payment, acceptance(of: request, by: bobKey), key: bobKey.publicKey, from: bob, blocked: true, in: &journal)
+        } == .blocked)
+        #expect(payment == open)
+        #expect(journal.allBalances == balances && journal.changes == changes && journal.holds.isEmpty)
+
+        let carolKey = try SigningKey(seed: [UInt8](repeating: 4, count: 32))
+        let paid = acceptance(of: request, by: carolKey)
+        try accept(&payment, paid, key: carolKey.publicKey, from: carol, in: &journal, at: t0.adding(milliseconds: 1))
+        try payment.execute(in: &journal, at: t0.adding(milliseconds: 1))
+        #expect(payment.status == .settled && payment.acceptance == paid)
+        #expect(payment.history.map(\.status) == [.authorizationRequired, .authorizing, .authorized, .executed, .settled])
         #expect(journal.balance(of: alice, in: "EUR") == .init(posted: 2_799, held: 0))
+        #expect(journal.balance(of: bob, in: "EUR") == .init(posted: 10_000, held: 0))
+        #expect(journal.balance(of: carol, in: "EUR") == .init(posted: 10_000 - 2_800, held: 0))
+        #expect(journal.audit().isEmpty)
     }
 
     @Test func onlyAnUnacceptedRequestIsCancelledOrExpires() throws {
         var cancelled = LedgerPayment(request: request, at: t0)
         try cancelled.cancel(at: t0)
         #expect(cancelled.status == .cancelled)
-        #expect(code { try cancelled.accept(acceptance(of: request), deviceKey: deviceKey.publicKey, at: t0) } == .invalidStatus)
+        var journal = books(balance: 10_000)
+        #expect(code { try accept(&cancelled, acceptance(of: request), in: &journal) } == .invalidStatus)
         var stale = LedgerPayment(request: request, at: t0)
         let early = stale.expire(at: t0.adding(milliseconds: 119_999))
         let due = stale.expire(at: request.expiresAt)
         #expect(!early && due)
         #expect(stale.status == .failed && stale.failure == .expired)
         var accepted = LedgerPayment(request: request, at: t0)
-        try accepted.accept(acceptance(of: request), deviceKey: deviceKey.publicKey, at: t0)
+        try accept(&accepted, acceptance(of: request), in: &journal)
         let acceptedExpired = accepted.expire(at: request.expiresAt)
-        #expect(!acceptedExpired && accepted.status == .authorizing)
+        #expect(!acceptedExpired && accepted.status == .authorized)
     }
 }

@@ -22,6 +22,8 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidSignature = "ledger.invalid-signature"
         /// The payment is not in a status that allows this (already accepted, paid, cancelled or failed).
         case invalidStatus = "ledger.invalid-status"
+        /// The operator blocked the paying instrument.
+        case blocked = "ledger.blocked"
     }
 
     public let code: Code
@@ -46,6 +48,7 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .amountMismatch: .amountMismatch
         case .invalidSignature: .invalidCredentials
         case .invalidStatus: .alreadyPaid
+        case .blocked: .blocked
         }
     }
 }

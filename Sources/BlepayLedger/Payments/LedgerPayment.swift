@@ -3,7 +3,8 @@ import BlepayProtocol
 /// A payment as the ledger keeps it, through TrueLayer's statuses: created by the business (`authorizationRequired`),
 /// accepted with the customer's signed acceptance (`authorizing`), funds held (`authorized`), the hold posted to the
 /// merchant (`executed`), and final (`settled`); or `failed` with a reason, or `cancelled` before acceptance.
-/// A value type over the journal: each step either completes or changes nothing.
+/// A value type over the journal: each step either completes or changes nothing. An acceptance the ledger refuses
+/// leaves the payment open: a request may go to several customers, and the first valid acceptance pays.
 public struct LedgerPayment: Sendable, Hashable {
     public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
         case authorizationRequired = "authorization_required"
@@ -46,10 +47,14 @@ public struct LedgerPayment: Sendable, Hashable {
     public var holdID: String { "hold:\(request.paymentID)" }
     public var transferID: String { "pay:\(request.paymentID)" }
 
-    /// Takes the customer's acceptance: signed by `deviceKey` (the key registered for the instrument), bound to
-    /// this exact request, for its amount and currency, before expiry. The same acceptance again is a no-op.
+    /// Takes the customer's acceptance and holds its total (amount and tip) on the instrument's book for the
+    /// merchant: `authorizing`, then `authorized`. The acceptance is signed by `deviceKey` (the key registered for
+    /// the instrument), bound to this exact request, for its amount and currency, before expiry; the instrument is
+    /// not blocked and has the funds. A refusal changes neither the payment nor the journal, so that one customer's
+    /// empty or blocked card does not end the sale for the others. The same acceptance again is a no-op.
     /// `signatures` may hold the acceptance's signature checked already.
-    public mutating func accept(_ acceptance: PaymentAcceptance, deviceKey: Key32, at now: Timestamp,
+    public mutating func accept(_ acceptance: PaymentAcceptance, deviceKey: Key32, from instrument: AccountID,
+        blocked: Bool, to merchant: AccountID, in journal: inout Journal, at now: Timestamp,
         signatures: CheckedSignatures = CheckedSignatures()) throws(LedgerError)
     {
         if acceptance == self.acceptance { return }
@@ -61,30 +66,13 @@ public struct LedgerPayment: Sendable, Hashable {
         guard acceptance.customerKey == deviceKey, acceptance.requestHash == request.hash,
             signatures.isValid(acceptance.signature, of: acceptance.signingBytes, by: deviceKey)
         else { throw LedgerError(.invalidSignature, "the acceptance is not the device's, or not for this request") }
+        guard !blocked else { throw LedgerError(.blocked, "the instrument is blocked") }
+        // The journal checks before it changes anything: a refused hold leaves the books as they were.
+        try journal.hold(id: holdID, from: instrument, to: merchant, amount: acceptance.total,
+            expiresAt: request.expiresAt.adding(milliseconds: Self.holdMarginMilliseconds))
         self.acceptance = acceptance
         history.append(Change(status: .authorizing, at: now))
-    }
-
-    /// Holds the total (amount and tip) on the customer's account for the merchant. Insufficient funds fail the
-    /// payment; nothing is held.
-    public mutating func authorize(in journal: inout Journal, from customer: AccountID, to merchant: AccountID,
-        at now: Timestamp) throws(LedgerError)
-    {
-        guard status == .authorizing, let acceptance else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
-        do {
-            try journal.hold(id: holdID, from: customer, to: merchant, amount: acceptance.total,
-                expiresAt: request.expiresAt.adding(milliseconds: Self.holdMarginMilliseconds))
-        } catch {
-            fail(error.paymentErrorCode, at: now)
-            throw error
-        }
         history.append(Change(status: .authorized, at: now))
-    }
-
-    /// The ledger refuses to authorize an accepted payment for a reason of its own (a blocked instrument).
-    public mutating func refuse(_ code: PaymentErrorCode, at now: Timestamp) throws(LedgerError) {
-        guard status == .authorizing else { throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)") }
-        fail(code, at: now)
     }
 
     /// Posts the hold to the merchant: executed, and (money between the ledger's own accounts being final at once)

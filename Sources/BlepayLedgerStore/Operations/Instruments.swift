@@ -90,7 +90,8 @@ extension LedgerOperations {
         return try instrument(tx, id, account: nil)
     }
 
-    /// The operator blocks (or unblocks) an instrument: payments with it fail with `blocked`.
+    /// The operator blocks (or unblocks) an instrument: acceptances and pre-authorizations with it are refused with
+    /// `ledger.blocked`.
     public func block(_ tx: any SQLTransaction, instrument id: String, blocked: Bool) throws -> InstrumentResource {
         guard try tx.run("UPDATE instruments SET blocked = ? WHERE id = ?", [.integer(blocked ? 1 : 0), .text(id)]) == 1 else {
             throw APIError.notFound("instrument")

@@ -57,8 +57,10 @@ extension LedgerOperations {
     }
 
     /// Takes the customer's acceptance and executes the payment. The business forwards it, or the customer's
-    /// device sends it itself (with the request, if the business never reached the ledger). A wrong acceptance
-    /// is refused and leaves the payment open for a valid one; insufficient funds or a blocked instrument fail it.
+    /// device sends it itself (with the request, if the business never reached the ledger). An acceptance refused
+    /// for a reason of its payer (signature, amount, an unknown or blocked instrument, funds, a limit) throws and
+    /// leaves the payment open with nothing held, so that another customer's valid acceptance can still pay; only
+    /// the request's own end (expired, cancelled, accepted by someone else) refuses every acceptance.
     public func acceptPayment(_ tx: any SQLTransaction, id: String, _ body: AcceptPayment, device: Device, at now: Timestamp,
         signatures: CheckedSignatures = CheckedSignatures()) throws -> PaymentResource
     {
@@ -99,22 +101,15 @@ extension LedgerOperations {
         else { throw APIError(LedgerError(.unknownAccount, "no such instrument of the accepting customer")) }
 
         let book = Self.instrumentBook(acceptance.instrumentID)
+        let blocked = try instrument.integer(1) != 0
         var journal = try Books.load(tx, books: [book], credited: [Self.merchantBook(stored.merchant)],
             holds: [stored.payment.holdID])
         do {
-            try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, at: now, signatures: signatures)
+            try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, from: book, blocked: blocked,
+                to: Self.merchantBook(stored.merchant), in: &journal, at: now, signatures: signatures)
+            try stored.payment.execute(in: &journal, at: now)
         } catch { throw APIError(error) }
         stored.customer = try instrument.text(2)
-        if try instrument.integer(1) != 0 {
-            try stored.payment.refuse(.blocked, at: now)
-        } else {
-            do {
-                try stored.payment.authorize(in: &journal, from: book, to: Self.merchantBook(stored.merchant), at: now)
-                try stored.payment.execute(in: &journal, at: now)
-            } catch {
-                // The refusal is the payment's outcome (now `failed`), not an error of this request.
-            }
-        }
         try Books.save(tx, journal, at: now, last: [Self.merchantBook(stored.merchant)])
         try update(tx, stored, at: now)
         return try resource(stored)

@@ -14,7 +14,7 @@ extension LedgerOperations {
                 "a pre-authorization lasts \(preAuthorizationLifetimes.lowerBound) to \(preAuthorizationLifetimes.upperBound) s")
         }
         let instrument = try instrument(tx, body.instrumentId, account: device.account)
-        guard !instrument.blocked else { throw APIError(status: 422, code: "ledger.blocked", "the instrument is blocked", paymentError: .blocked) }
+        guard !instrument.blocked else { throw APIError(LedgerError(.blocked, "the instrument is blocked")) }
         let id = try FixedBytes<Bytes8>(Self.randomBytes(8))
         var journal = try Books.load(tx, books: [Self.instrumentBook(instrument.id)])
         let preAuthorization: PreAuthorization
