@@ -10,8 +10,9 @@ import Testing
     func fragmentsFitTheMTUAndReassemble(_ mtu: Int) throws {
         var fragmenter = try Fragmenter(mtu: mtu)
         let fragments = try fragmenter.fragments(of: Self.record)
-        #expect(fragments.allSatisfy { $0.count <= mtu - 3 })
-        #expect(fragments.count == (Self.record.count + mtu - 6) / (mtu - 5))
+        let payload = min(mtu - 3, Framing.maximumFragmentSize) - 2
+        #expect(fragments.allSatisfy { $0.count <= min(mtu - 3, Framing.maximumFragmentSize) })
+        #expect(fragments.count == (Self.record.count + payload - 1) / payload)
         #expect(fragments.enumerated().allSatisfy { Int($1[1]) == $0 })
         #expect(fragments.map { $0[0] & 0x80 != 0 } == Array(repeating: false, count: fragments.count - 1) + [true])
         var reassembler = Reassembler()
@@ -23,18 +24,38 @@ import Testing
         #expect(reassembler.pendingBytes == 0)
     }
 
-    /// `Vectors/fragments.json`: the fragments of one record at MTU 23 and 247.
+    /// A record over 512 bytes: what a certificate with a merchant name of 64 four-byte characters makes of
+    /// handshake 3. At MTU 517 no fragment may pass 510 bytes, the most BlueZ takes in one write.
+    static let largeRecord = Record(kind: .transport, body: (0..<600).map { UInt8($0 & 0xFF) }).encoded
+
+    @Test func noFragmentPassesWhatBlueZTakesInOneWrite() throws {
+        var fragmenter = try Fragmenter(mtu: 517)
+        let fragments = try fragmenter.fragments(of: Self.largeRecord)
+        #expect(fragments.map(\.count) == [510, Self.largeRecord.count - 508 + 2])
+        var reassembler = Reassembler()
+        #expect(try reassembler.receive(fragments[0], at: Self.t0) == nil)
+        #expect(try reassembler.receive(fragments[1], at: Self.t0) == Self.largeRecord)
+    }
+
+    /// `Vectors/fragments.json`: the fragments of one record at MTU 23 and 247, and of a record over 512 bytes at
+    /// MTU 517 (`large_record`, `large_fragments`).
     @Test func fragmentsMatchTheCommittedVectors() throws {
         struct Vector: Decodable {
             let record: String
             let fragments: [String: [String]]
+            let large_record: String
+            let large_fragments: [String: [String]]
         }
         let vector = try Vectors.load("fragments.json", as: Vector.self)
         #expect(vector.record == Self.record.hex)
         #expect(vector.fragments.keys.sorted() == ["23", "247"])
-        for (mtu, expected) in vector.fragments {
-            var fragmenter = try Fragmenter(mtu: try #require(Int(mtu)))
-            #expect(try fragmenter.fragments(of: Self.record).map(\.hex) == expected)
+        #expect(vector.large_record == Self.largeRecord.hex)
+        #expect(vector.large_fragments.keys.sorted() == ["517"])
+        for (record, fragments) in [(Self.record, vector.fragments), (Self.largeRecord, vector.large_fragments)] {
+            for (mtu, expected) in fragments {
+                var fragmenter = try Fragmenter(mtu: try #require(Int(mtu)))
+                #expect(try fragmenter.fragments(of: record).map(\.hex) == expected)
+            }
         }
     }
 

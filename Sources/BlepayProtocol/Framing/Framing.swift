@@ -1,9 +1,12 @@
 /// How records travel over GATT (`docs/protocol.md`, Framing): each ATT write or notification carries one fragment,
-/// a 2-byte header and up to MTU − 5 bytes of the record.
+/// a 2-byte header and up to MTU − 5 bytes of the record, and never more than 510 bytes in all.
 public enum Framing {
     /// The largest record: 4096 bytes, far above any message of version 1 (a request is about 200 bytes).
     public static let maximumRecordSize = 4096
     public static let headerSize = 2
+    /// The largest fragment, header included, whatever the MTU: BlueZ 5.66 refuses a longer write value with ATT error
+    /// 0x0D (Invalid Attribute Value Length), though ATT allows 512 and an MTU of 517 leaves room for 514.
+    public static let maximumFragmentSize = 510
     /// ATT's minimum MTU; a write or notification carries MTU − 3 bytes.
     public static let minimumMTU = 23
     /// A record's fragments must all arrive within this time of its first.
@@ -15,7 +18,7 @@ public enum Framing {
     /// Bytes of record per fragment at this MTU.
     public static func payloadSize(mtu: Int) throws(ProtocolError) -> Int {
         guard mtu >= minimumMTU else { throw ProtocolError(.invalidMTU, "MTU \(mtu) is below ATT's minimum 23") }
-        return min(mtu, 517) - 3 - headerSize
+        return min(mtu - 3, maximumFragmentSize) - headerSize
     }
 }
 
