@@ -161,5 +161,58 @@ import Testing
         var answer: [LinkAction] = []
         for fragment in Self.fragments(refusal) { answer += business.receive(fragment, at: Self.start, now: Parties.now) }
         #expect(Self.closeCode(answer) == .unsupportedVersion)
+        #expect(Self.fragments(answer).isEmpty, "an error is never answered with an error")
+    }
+
+    /// A message the sender's side may not send (§6) is answered with an encrypted Error (400), then the close.
+    @Test func aMessageFromTheWrongSideIsAnsweredWithATypedError() throws {
+        var pair = try Pair()
+        pair.establish()
+        pair.pump(business: pair.business.send(.paymentAcceptance(Sample.acceptance)))
+        #expect(Self.closeCode(pair.customerActions) == .unexpectedMessage)
+        guard case .deliver(.error(let told)) = pair.businessActions.last else {
+            Issue.record("the business was not told: \(pair.businessActions)")
+            return
+        }
+        #expect(told.code == .protocolViolation)
+
+        var other = try Pair()
+        other.establish()
+        other.pump(customer: other.customer.send(.paymentRequest(Parties.request())))
+        #expect(Self.closeCode(other.businessActions) == .unexpectedMessage)
+        guard case .deliver(.error(let answer)) = other.customerActions.last else {
+            Issue.record("the customer was not told: \(other.customerActions)")
+            return
+        }
+        #expect(answer.code == .protocolViolation)
+    }
+
+    /// A record over 4096 bytes, in fragments BlueZ takes, is `message-too-large`: the peer is told, then the close.
+    @Test func aRecordOver4096BytesIsRefusedAndTheLinkCloses() throws {
+        var pair = try Pair(mtu: 517)
+        pair.establish()
+        var fragmenter = try Fragmenter(mtu: 517)
+        _ = try fragmenter.fragments(of: [1])  // the business's records so far: handshakes 1 and 3
+        _ = try fragmenter.fragments(of: [3])
+        var oversized = try fragmenter.fragments(of: Array(repeating: 4, count: 4096))
+        oversized[oversized.count - 1][0] &= 0x7F  // not the last: one more fragment follows
+        oversized.append([0x80 | oversized[0][0], UInt8(oversized.count), 0])
+        var actions: [LinkAction] = []
+        for fragment in oversized { actions += pair.customer.receive(fragment, at: Self.start, now: Parties.now) }
+        #expect(Self.closeCode(actions) == .messageTooLarge)
+        #expect(Self.fragments(actions).count == 1, "the business is told, encrypted")
+        #expect(oversized.allSatisfy { $0.count <= Framing.maximumFragmentSize })
+    }
+
+    /// A plaintext error that cannot be read is a malformed record: answered with 400, not taken as the peer's word.
+    @Test func anUnreadablePlaintextErrorIsAProtocolViolation() throws {
+        var business = try Link(business: Parties.business(), mtu: 23, at: Self.start)
+        _ = business.start()
+        let actions = business.receive([0x80, 0, Record.Kind.plaintextError.rawValue, 0xFF], at: Self.start, now: Parties.now)
+        #expect(Self.closeCode(actions) == .invalidValue)
+        let told = Self.fragments(actions)
+        #expect(told.count == 1 && told[0][2] == Record.Kind.plaintextError.rawValue)
+        let message = try ErrorMessage(encoded: Array(told[0][3...]))
+        #expect(message.code == .protocolViolation)
     }
 }

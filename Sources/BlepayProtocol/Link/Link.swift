@@ -1,3 +1,5 @@
+import Noise
+
 /// One BLE connection's protocol, either side: framing to the ATT MTU (§3), the handshake (§7) and the encrypted
 /// session that carries messages (§6). A value type without I/O: each input returns the actions to carry out, in
 /// order, and the BLE transport carries them out (fragments as ATT writes or notifications).
@@ -79,7 +81,9 @@ public struct Link: Sendable {
         guard !isClosed else { return [] }
         do {
             guard let bytes = try reassembler.receive(fragment, at: instant) else { return [] }
-            return try handle(try Record(encoded: bytes), now: now)
+            let record = try Record(encoded: bytes)
+            if record.kind == .plaintextError, session == nil { return try peerFailed(record) }
+            return try handle(record, now: now)
         } catch {
             return fail(error)
         }
@@ -133,6 +137,10 @@ public struct Link: Sendable {
         case .established(var session):
             let message = try session.open(record)
             state = .established(session)
+            guard Self.mayReceive(message, as: session.role) else {
+                let sender = session.role == .responder ? "business" : "customer"
+                throw ProtocolError(.unexpectedMessage, "a message the \(sender) may not send (§6)")
+            }
             if session.role == .responder, case .paymentRequest(let request) = message {
                 try session.verify(request)
             }
@@ -140,6 +148,26 @@ public struct Link: Sendable {
         case .closed:
             return []
         }
+    }
+
+    /// What each side may be sent (§6): a customer is never sent an acceptance; a business never a request or
+    /// `OtherPaid`. A message the other way round is a protocol violation, answered before the link closes.
+    static func mayReceive(_ message: Message, as role: HandshakeState.Role) -> Bool {
+        switch (message, role) {
+        case (.paymentAcceptance, .responder), (.paymentRequest, .initiator), (.otherPaid, .initiator): false
+        default: true
+        }
+    }
+
+    /// A plaintext Error before the handshake completed: the peer gave up. An error is never answered with an
+    /// error (§7.6): a readable one closes the link silently with the failure it names; an unreadable one is a
+    /// malformed record like any other, answered with 400.
+    private mutating func peerFailed(_ record: Record) throws(ProtocolError) -> [LinkAction] {
+        guard (try? ErrorMessage(fieldBytes: record.body[...])) != nil else {
+            throw ProtocolError(.invalidValue, "an unreadable plaintext error record")
+        }
+        state = .closed
+        return [.close(Handshake.failure(from: record))]
     }
 
     private mutating func transmit(_ record: Record) throws(ProtocolError) -> [LinkAction] {
