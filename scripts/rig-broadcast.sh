@@ -16,7 +16,8 @@ ledger="http://[::1]:8480"
 customers=(alice bob)
 
 start_ledger
-merchant=$(account merchant "Kiosk")
+# The longest merchant name allowed, in 4-byte characters: handshake 3 (its certificate) is a record over 512 bytes.
+merchant=$(account merchant "$(printf '🥐%.0s' {1..64})")
 echo "$merchant" | json '["id"]' | put merchant.id
 configure /etc/blepay/business.toml business "$ledger" "$(echo "$merchant" | json '["enrollmentToken"]')" hci0
 start business business "$(ready_check org.blepay.Business hci0 Discovering)"

@@ -131,6 +131,10 @@ struct PaymentRigTests {
 
         #expect(Self.kinds(alice, first) == [.receivedPayment, .finishedPayment])
         #expect(Self.kinds(bob, first) == [.receivedPayment, .otherPaid])
+        // The merchant's name is the longest allowed, in 4-byte characters: its certificate makes handshake 3 a record
+        // over 512 bytes, carried in fragments of at most 510 bytes, the most BlueZ takes in one write.
+        let name = String(repeating: "🥐", count: 64)
+        #expect(alice.first { $0.payment_id == first && $0.kind == .receivedPayment }?.details.merchantName == name)
         #expect(Self.kinds(bob, second) == [.receivedPayment, .finishedPayment])
         #expect(Self.kinds(alice, second) == [.receivedPayment, .otherPaid])
         #expect(Self.kinds(alice, third) == [.receivedPayment, .finishedPayment])
