@@ -164,30 +164,44 @@ import Testing
         #expect(Self.fragments(answer).isEmpty, "an error is never answered with an error")
     }
 
-    /// A message the sender's side may not send (§6) is answered with an encrypted Error (400), then the close.
+    /// §6's direction table, each message sent by each side: what the sender's side may send is delivered; anything
+    /// else is `unexpected-message`, answered with an encrypted Error 400 `protocol-violation`, then the close. A
+    /// customer that executed a payment for an offline business sends it the result.
     @Test func aMessageFromTheWrongSideIsAnsweredWithATypedError() throws {
-        var pair = try Pair()
-        pair.establish()
-        pair.pump(business: pair.business.send(.paymentAcceptance(Sample.acceptance)))
-        #expect(Self.closeCode(pair.customerActions) == .unexpectedMessage)
-        guard case .deliver(.error(let told)) = pair.businessActions.last else {
-            Issue.record("the business was not told: \(pair.businessActions)")
-            return
+        let id = Sample.paymentID
+        let table: [(message: Message, fromBusiness: Bool, fromCustomer: Bool)] = [
+            (.paymentRequest(Parties.request()), true, false),
+            (.paymentAcceptance(Sample.acceptance), false, true),
+            (.cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled)), true, true),
+            (.paymentResult(try PaymentResult(paymentID: id, outcome: .finished(Sample.receipt))), true, true),
+            (.otherPaid(OtherPaid(paymentID: id)), true, false),
+            (.error(try ErrorMessage(code: .clockSkew, paymentID: id, detail: nil)), true, true),
+        ]
+        let violation = Message.error(try ErrorMessage(code: .protocolViolation, paymentID: nil, detail: nil))
+        for (message, fromBusiness, fromCustomer) in table {
+            for businessSends in [true, false] {
+                var pair = try Pair()
+                pair.establish()
+                if businessSends {
+                    pair.pump(business: pair.business.send(message))
+                } else {
+                    pair.pump(customer: pair.customer.send(message))
+                }
+                let (sender, receiver) = businessSends
+                    ? (pair.businessActions, pair.customerActions) : (pair.customerActions, pair.businessActions)
+                let sent = "\(message) from the \(businessSends ? "business" : "customer")"
+                if businessSends ? fromBusiness : fromCustomer {
+                    #expect(receiver.last == .deliver(message), "\(sent)")
+                } else {
+                    #expect(Self.closeCode(receiver) == .unexpectedMessage, "\(sent)")
+                    #expect(sender.last == .deliver(violation), "\(sent): the sender is told")
+                }
+            }
         }
-        #expect(told.code == .protocolViolation)
-
-        var other = try Pair()
-        other.establish()
-        other.pump(customer: other.customer.send(.paymentRequest(Parties.request())))
-        #expect(Self.closeCode(other.businessActions) == .unexpectedMessage)
-        guard case .deliver(.error(let answer)) = other.customerActions.last else {
-            Issue.record("the customer was not told: \(other.customerActions)")
-            return
-        }
-        #expect(answer.code == .protocolViolation)
     }
 
-    /// A record over 4096 bytes, in fragments BlueZ takes, is `message-too-large`: the peer is told, then the close.
+    /// A record over 4096 bytes, in fragments BlueZ takes, is `message-too-large`: exactly one encrypted Error 400,
+    /// then the close.
     @Test func aRecordOver4096BytesIsRefusedAndTheLinkCloses() throws {
         var pair = try Pair(mtu: 517)
         pair.establish()
@@ -197,22 +211,54 @@ import Testing
         var oversized = try fragmenter.fragments(of: Array(repeating: 4, count: 4096))
         oversized[oversized.count - 1][0] &= 0x7F  // not the last: one more fragment follows
         oversized.append([0x80 | oversized[0][0], UInt8(oversized.count), 0])
+        #expect(oversized.allSatisfy { $0.count <= Framing.maximumFragmentSize })
         var actions: [LinkAction] = []
         for fragment in oversized { actions += pair.customer.receive(fragment, at: Self.start, now: Parties.now) }
+        #expect(actions.count == 2 && Self.fragments(actions).count == 1, "one Error record, then the close")
         #expect(Self.closeCode(actions) == .messageTooLarge)
-        #expect(Self.fragments(actions).count == 1, "the business is told, encrypted")
-        #expect(oversized.allSatisfy { $0.count <= Framing.maximumFragmentSize })
+        pair.pump(customer: actions)
+        guard case .deliver(.error(let told)) = pair.businessActions.last else {
+            Issue.record("the business was not told: \(pair.businessActions)")
+            return
+        }
+        #expect(told.code == .protocolViolation)
     }
 
-    /// A plaintext error that cannot be read is a malformed record: answered with 400, not taken as the peer's word.
+    /// The business gives up during the handshake (here after handshake 2, with 402): the customer closes with the
+    /// failure named and sends nothing, since an error is never answered with an error (§7.6).
+    @Test func aPlaintextErrorFromTheBusinessIsNotAnswered() throws {
+        var customer = try Link(customer: Parties.customer(), mtu: 23, at: Self.start)
+        var business = try Link(business: Parties.business(), mtu: 23, at: Self.start)
+        var second: [LinkAction] = []
+        for fragment in Self.fragments(business.start()) {
+            second += customer.receive(fragment, at: Self.start, now: Parties.now)
+        }
+        #expect(!Self.fragments(second).isEmpty, "handshake 2")
+        var fragmenter = try Fragmenter(mtu: 23)
+        _ = try fragmenter.fragments(of: [1])  // handshake 1 was the business's first record
+        let giveUp = Record.plaintextError(for: ProtocolError(.handshakeFailed, "handshake 2 did not decrypt"))
+        var actions: [LinkAction] = []
+        for fragment in try fragmenter.fragments(of: giveUp.encoded) {
+            actions += customer.receive(fragment, at: Self.start, now: Parties.now)
+        }
+        #expect(actions.count == 1 && Self.closeCode(actions) == .handshakeFailed)
+        #expect(customer.isClosed)
+    }
+
+    /// A plaintext error that cannot be read is a malformed record: answered with 400 and closed for the decoding
+    /// failure, not taken as the peer's word (402 `handshake-failed`), on the link as by the handshake alone.
     @Test func anUnreadablePlaintextErrorIsAProtocolViolation() throws {
         var business = try Link(business: Parties.business(), mtu: 23, at: Self.start)
         _ = business.start()
         let actions = business.receive([0x80, 0, Record.Kind.plaintextError.rawValue, 0xFF], at: Self.start, now: Parties.now)
-        #expect(Self.closeCode(actions) == .invalidValue)
+        #expect(Self.closeCode(actions) == .truncated)
         let told = Self.fragments(actions)
         #expect(told.count == 1 && told[0][2] == Record.Kind.plaintextError.rawValue)
         let message = try ErrorMessage(encoded: Array(told[0][3...]))
         #expect(message.code == .protocolViolation)
+
+        var handshake = try Parties.business()
+        _ = try handshake.start()
+        #expect(protocolError { _ = try handshake.receive(Record(kind: .plaintextError, body: [0xFF])) } == .truncated)
     }
 }

@@ -27,7 +27,9 @@ import Testing
         let payment = try OnlinePayment.run()
         return Transcript(
             description: "Noise_XX handshake and an online payment (request 25.50 EUR, tip 2.50, settled) between "
-                + "fixed keys; records hex-encoded with their type byte; air use of the ATT writes and notifications",
+                + "fixed keys; records hex-encoded with their type byte; air use per MTU: writes (business to "
+                + "customer) and notifications (customer to business) count fragments, bytes the ATT PDUs carrying "
+                + "them (each fragment plus its 3-byte ATT opcode and handle; no write responses, L2CAP or link layer)",
             keys: [
                 "ledger-ed25519-seed": Parties.ledgerKey.seed.hex,
                 "merchant-ed25519-seed": Parties.merchantKey.seed.hex,
@@ -42,8 +44,8 @@ import Testing
             air: try [23, 517].map { try airUse(of: payment.steps, mtu: $0) })
     }
 
-    /// Writes (business → customer) and notifications (customer → business), and bytes on air including the
-    /// 3-byte ATT header of each.
+    /// Writes (business → customer) and notifications (customer → business), one per fragment, and the bytes of
+    /// their ATT PDUs: each fragment and its 3-byte ATT header (opcode, handle). Write responses are not counted.
     static func airUse(of steps: [OnlinePayment.Step], mtu: Int) throws -> AirUse {
         var toCustomer = try Fragmenter(mtu: mtu)
         var toBusiness = try Fragmenter(mtu: mtu)

@@ -150,24 +150,25 @@ public struct Link: Sendable {
         }
     }
 
-    /// What each side may be sent (§6): a customer is never sent an acceptance; a business never a request or
-    /// `OtherPaid`. A message the other way round is a protocol violation, answered before the link closes.
+    /// What each side may be sent (§6's direction table): the customer (responder) every message but an
+    /// acceptance; the business (initiator) an acceptance, a cancel, an error, and the result of a payment an online
+    /// customer executed for it. A message the other way round is a protocol violation, answered before the close.
+    /// No `default`, so that a new message needs a decision here.
     static func mayReceive(_ message: Message, as role: HandshakeState.Role) -> Bool {
-        switch (message, role) {
-        case (.paymentAcceptance, .responder), (.paymentRequest, .initiator), (.otherPaid, .initiator): false
-        default: true
+        switch message {
+        case .paymentRequest, .otherPaid: role == .responder
+        case .paymentAcceptance: role == .initiator
+        case .cancelPayment, .paymentResult, .error: true
         }
     }
 
     /// A plaintext Error before the handshake completed: the peer gave up. An error is never answered with an
-    /// error (§7.6): a readable one closes the link silently with the failure it names; an unreadable one is a
-    /// malformed record like any other, answered with 400.
+    /// error (§7.6): a readable one closes the link silently with the failure it names; an unreadable one is thrown
+    /// by `failure(from:)` as the malformed record it is, and answered with 400.
     private mutating func peerFailed(_ record: Record) throws(ProtocolError) -> [LinkAction] {
-        guard (try? ErrorMessage(fieldBytes: record.body[...])) != nil else {
-            throw ProtocolError(.invalidValue, "an unreadable plaintext error record")
-        }
+        let failure = try Handshake.failure(from: record)
         state = .closed
-        return [.close(Handshake.failure(from: record))]
+        return [.close(failure)]
     }
 
     private mutating func transmit(_ record: Record) throws(ProtocolError) -> [LinkAction] {

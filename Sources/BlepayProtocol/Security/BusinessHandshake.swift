@@ -40,7 +40,7 @@ public struct BusinessHandshake: Sendable {
     public mutating func receive(_ record: Record) throws(ProtocolError) -> (reply: Record, session: SecureSession) {
         switch record.kind {
         case .handshake2: break
-        case .plaintextError: throw Handshake.failure(from: record)
+        case .plaintextError: throw try Handshake.failure(from: record)
         default: throw ProtocolError(.unexpectedMessage, "expected handshake 2, got \(record.kind)")
         }
         let payload = try Handshake.noise { () throws(NoiseError) in try noise.readMessage(record.body) }

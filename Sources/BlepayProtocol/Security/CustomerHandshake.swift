@@ -36,7 +36,7 @@ public struct CustomerHandshake: Sendable {
         switch (record.kind, version) {
         case (.handshake1, nil): return .reply(try answer(record))
         case (.handshake3, let version?): return .established(try authenticate(record, version: version, at: now))
-        case (.plaintextError, _): throw Handshake.failure(from: record)
+        case (.plaintextError, _): throw try Handshake.failure(from: record)
         default: throw ProtocolError(.unexpectedMessage, "a \(record.kind) record at this point of the handshake")
         }
     }

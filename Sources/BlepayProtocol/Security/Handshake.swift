@@ -15,11 +15,10 @@ enum Handshake {
         }
     }
 
-    /// The peer's plaintext error, as the failure it means here.
-    static func failure(from record: Record) -> ProtocolError {
-        guard let message = try? ErrorMessage(fieldBytes: record.body[...]) else {
-            return ProtocolError(.handshakeFailed, "the peer sent an unreadable error")
-        }
+    /// The peer's plaintext error, as the failure it means here. A body that is no Error is a malformed record, and
+    /// its decoding error is thrown: that one is answered with 400, while the peer's own error is not answered (§7.6).
+    static func failure(from record: Record) throws(ProtocolError) -> ProtocolError {
+        let message = try ErrorMessage(fieldBytes: record.body[...])
         let detail = message.detail.map { ": \($0)" } ?? ""
         return message.code == .versionMismatch
             ? ProtocolError(.unsupportedVersion, "the peer speaks no common version\(detail)")
