@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The daemons' timings and footprint in the one-host rig (scripts/rig-bench.sh: a business and five customers on
-# six adapters), then one request broadcast to 20 customers (21 adapters), printed as 'bench:' lines.
+# six adapters), then one request broadcast to 10 customers (11 adapters), printed as 'bench:' lines.
 # Usage: scripts/bench-daemons.sh BIN_DIR [PAYMENTS] [BROADCAST_CUSTOMERS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "${1:?usage: bench-daemons.sh BIN_DIR [PAYMENTS]}" && pwd)
 payments=${2:-50}
-wide=${3:-20}
+wide=${3:-10}
 out=$(mktemp -d /tmp/blepay-bench-daemons.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
