@@ -173,7 +173,17 @@ let package = Package(
         // Seeded randomness, hex, and the built executables for the tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport"]),
+        // A stand-in for bluetoothd 5.66 on a private bus, for the BlueZ and BLE tiers.
+        .target(name: "BlueZTestSupport", dependencies: ["DBusKit", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
+        .testTarget(
+            name: "BlepayBLETests",
+            dependencies: [
+                "BlepayBLE", "BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport", "BlepayPayments", "BlepayProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "NoiseTests",
             dependencies: ["Noise", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],

@@ -7,8 +7,8 @@ import Logging
 import Synchronization
 
 /// The business's side of blepay over BLE: finds customers by the service data they advertise, connects to them
-/// one after another (at most `maximumConnections` at once), reads their info, subscribes to their notifications
-/// and runs one `Link` per customer, the fragments to it sent as write requests.
+/// (one connection attempt at a time, at most `maximumConnections` customers at once), reads their info,
+/// subscribes to their notifications and runs one `Link` per customer, the fragments to it sent as write requests.
 ///
 /// BlueZ 5.66 matches a discovery filter's UUIDs against advertised UUID lists only, not service data, so
 /// discovery is unfiltered and customers are picked from their service data here. A customer whose link ended
@@ -18,18 +18,33 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         /// The Noise key the certificate vouches for.
         public var staticKey: Curve25519.KeyAgreement.PrivateKey
         public var certificate: MerchantCertificate
+        /// Customers connected (or being connected) at once.
         public var maximumConnections: Int
         /// How long discovery runs without finding a customer before it is started afresh.
         public var rescanInterval: Duration
+        /// Bounds each `Connect` call, and how long connecting waits for one customer's link to come up before it
+        /// goes on to the next customer.
+        public var connectTimeout: Duration
+        /// Bounds service discovery, per connection attempt. Past ATT's 30 s, so that bluetoothd gives up first:
+        /// 5.66 could crash when a discovery in progress was cancelled by `Disconnect`.
+        public var servicesTimeout: Duration
+        /// With every connection taken and another customer waiting, the customer heard from least recently is
+        /// disconnected to make room, if that was at least this long ago. A minute leaves a customer who is
+        /// looking at a request (open for 2 minutes by default) its place unless someone else is waiting.
+        public var idleTimeout: Duration
 
         public init(
-            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: MerchantCertificate, maximumConnections: Int = 8,
-            rescanInterval: Duration = .seconds(10)
+            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: MerchantCertificate, maximumConnections: Int = 20,
+            rescanInterval: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
+            servicesTimeout: Duration = .seconds(35), idleTimeout: Duration = .seconds(60)
         ) {
             self.staticKey = staticKey
             self.certificate = certificate
             self.maximumConnections = maximumConnections
             self.rescanInterval = rescanInterval
+            self.connectTimeout = connectTimeout
+            self.servicesTimeout = servicesTimeout
+            self.idleTimeout = idleTimeout
         }
     }
 
@@ -100,7 +115,6 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     public func disconnect(_ peer: PeerID) { links.hangUp(peer) }
 
-
     // MARK: Finding customers
 
     private func startDiscovery() async throws(BlueZError) {
@@ -120,15 +134,19 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     private var hasRoom: Bool { customers.withLock { $0.count } < configuration.maximumConnections }
 
-    /// Connects to one customer at a time: connecting stops discovery, which resumes once the customer is
-    /// served or has failed. While there is room for another customer and none has been found for
+    /// Connects to one customer at a time: connecting stops discovery, which resumes once the customer's link is
+    /// up or its attempt failed. With no room left, the customer heard from least recently may be disconnected to
+    /// make room (`idleTimeout`). While there is room for another customer and none has been found for
     /// `rescanInterval`, discovery is started afresh: some controllers report an advertiser once per scan, so a
     /// customer whose report came while its link was still being torn down would otherwise never be seen again.
     private func connectLoop() async {
         var lastFound = ContinuousClock.now
         while !Task.isCancelled {
-            guard let device = nextCustomer() else {
-                if hasRoom, ContinuousClock.now - lastFound > configuration.rescanInterval {
+            let waiting = waitingCustomer()
+            guard let device = waiting, hasRoom else {
+                if waiting != nil {
+                    makeRoom()
+                } else if hasRoom, ContinuousClock.now - lastFound > configuration.rescanInterval {
                     logger.debug("no customer found lately; scanning afresh")
                     try? await adapter.stopDiscovery()
                     await resumeDiscovery()
@@ -137,56 +155,94 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                 try? await Task.sleep(for: .milliseconds(250))
                 continue
             }
-            let connected = await connect(device)
+            let linked = await connect(device)
             await resumeDiscovery()
             lastFound = .now
-            if !connected { try? await Task.sleep(for: .milliseconds(500)) }
+            if !linked { try? await Task.sleep(for: .milliseconds(500)) }
         }
     }
 
-    /// A device advertising blepay's service data that is not being served, if there is room for one more.
-    private func nextCustomer() -> Device? {
-        guard hasRoom else { return nil }
+    /// A device advertising blepay's service data that is not being served.
+    private func waitingCustomer() -> Device? {
         let busy = customers.withLock { Set($0.keys) }
         return adapter.devices.lazy.filter { !busy.contains($0.path) }.first { device in
-                guard let data = device.serviceData[GattLayout.service],
-                    let advertised = try? AdvertisementData(encoded: data)
-                else { return false }
-                return BlepayProtocol.versions.contains { $0 <= advertised.version }
-            }
+            guard let data = device.serviceData[GattLayout.service],
+                let advertised = try? AdvertisementData(encoded: data)
+            else { return false }
+            return BlepayProtocol.versions.contains { $0 <= advertised.version }
+        }
     }
 
-    /// Connects, opens the link and starts serving the customer; false if that failed (the device is then
-    /// forgotten, to be found again by its next advertisement).
+    /// Disconnects the customer heard from least recently, if that was at least `idleTimeout` ago.
+    private func makeRoom() {
+        guard let peer = links.quietest(silentFor: configuration.idleTimeout, at: .now) else { return }
+        logger.info("disconnecting the customer idle longest to make room for another", metadata: ["peer": "\(peer)"])
+        links.hangUp(peer)
+    }
+
+    /// Starts serving the customer in a task of its own, then waits until its link is up, its setup ended, or
+    /// `connectTimeout` passed: one connection attempt at a time (a controller creates one LE connection at a
+    /// time), while service discovery, the info read and the subscription, which a stalled device can draw out
+    /// to minutes, go on in the customer's task. False if the setup failed meanwhile.
+    ///
+    /// BlueZ 5.66 does not always announce `Connected` on the central's device object (see `Device.connect`);
+    /// then this waits for the setup or `connectTimeout`. The mirror is looked at, not subscribed to: a BlueZ
+    /// subscription ended while bluetoothd's signals are handed out can deadlock `BlueZSession`, which hands them
+    /// out under the lock that ending a subscription takes.
     private func connect(_ device: Device) async -> Bool {
+        let (setup, ended) = AsyncStream<Bool>.makeStream()
+        customers.withLock { customers in
+            // Inserted under the lock that the task's end takes to remove it.
+            customers[device.path] = Task { [self] in await serve(device, setupEnded: ended) }
+        }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await succeeded in setup { return succeeded }
+                return true
+            }
+            group.addTask {
+                while !device.isConnected, (try? await Task.sleep(for: .milliseconds(50))) != nil {}
+                return true
+            }
+            group.addTask { [configuration] in
+                try? await Task.sleep(for: configuration.connectTimeout)
+                return true
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? true
+        }
+    }
+
+    /// Serves one customer: connects, opens the link, and carries fragments until the link ends; then the device
+    /// is removed from BlueZ, to be found again by its next advertisement. `setupEnded` says whether the link came up.
+    private func serve(_ device: Device, setupEnded: AsyncStream<Bool>.Continuation) async {
+        defer { customers.withLock { $0[device.path] = nil } }
         do {
-            let channel = try await Channel.open(device)
+            let channel = try await Channel.open(
+                device, connectTimeout: configuration.connectTimeout, servicesTimeout: configuration.servicesTimeout)
             let handshake = try BusinessHandshake(
                 staticKey: configuration.staticKey, certificate: configuration.certificate, customerInfo: channel.info)
+            // The handshake's 10 s run from here: a customer that does not answer is dropped by `tick`.
             let link = try Link(business: handshake, mtu: channel.mtu, at: .now)
+            setupEnded.yield(true)
+            setupEnded.finish()
             let (peer, outbox) = links.add(link, at: device.path)
             logger.info("customer connected", metadata: ["peer": "\(peer)", "mtu": "\(channel.mtu)"])
-            let task = Task { [self] in
-                let reason = await serve(peer, over: channel, outbox: outbox)
-                links.remove(peer)
-                logger.info("customer disconnected", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
-                try? await adapter.removeDevice(device)
-                customers.withLock { $0[device.path] = nil }
-            }
-            customers.withLock { $0[device.path] = task }
             links.update(peer) { $0.start() }
-            return true
+            let reason = await carry(peer, over: channel, outbox: outbox)
+            links.remove(peer)
+            logger.info("customer disconnected", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
         } catch {
+            setupEnded.yield(false)
+            setupEnded.finish()
             logger.info("connecting to a customer failed", metadata: ["device": "\(device.path)", "error": "\(error)"])
-            try? await adapter.removeDevice(device)
-            customers.withLock { $0[device.path] = nil }
-            return false
         }
+        try? await adapter.removeDevice(device)
     }
 
     /// Carries fragments both ways until the link closes, the customer disconnects, or the transport stops;
     /// returns why it ended.
-    private func serve(_ peer: PeerID, over channel: Channel, outbox: AsyncStream<LinkTable<DBusObjectPath>.Outgoing>)
+    private func carry(_ peer: PeerID, over channel: Channel, outbox: AsyncStream<LinkTable<DBusObjectPath>.Outgoing>)
         async -> String
     {
         let reason = await withTaskGroup(of: String.self) { group in
@@ -230,10 +286,12 @@ private struct Channel: Sendable {
     let notifications: AsyncStream<[UInt8]>
     let states: AsyncStream<Bool>
 
-    /// Service discovery is left to end by itself (BlueZ gives up after ATT's 30 s): bluetoothd 5.66 can crash when
-    /// a discovery in progress is cancelled by `Disconnect`.
-    static func open(_ device: Device) async throws(BlueZError) -> Channel {
-        _ = try await device.connect(attempts: 3, timeout: .seconds(10), servicesTimeout: .seconds(35))
+    /// Service discovery is left to end by itself (`servicesTimeout` is past ATT's 30 s): bluetoothd 5.66 can
+    /// crash when a discovery in progress is cancelled by `Disconnect`.
+    static func open(_ device: Device, connectTimeout: Duration, servicesTimeout: Duration)
+        async throws(BlueZError) -> Channel
+    {
+        _ = try await device.connect(attempts: 3, timeout: connectTimeout, servicesTimeout: servicesTimeout)
         let states = device.connectionStates()
         do {
             let info = try await device.characteristic(service: GattLayout.service, characteristic: GattLayout.info)

@@ -15,34 +15,68 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     public struct Configuration: Sendable {
         /// Ledger keys whose merchant certificates are accepted.
         public var trustedLedgerKeys: TrustedLedgerKeys
-        /// How long one advertising identity (ephemeral id and Noise static key) is used at most; it is
-        /// replaced when this has passed and no business is connected.
+        /// How long one advertising identity (ephemeral id and Noise static key) is used: it is replaced once this
+        /// has passed and no central is connected.
         public var identityLifetime: Duration
+        /// How long past `identityLifetime` connected centrals may keep the identity in use: they are then hung up
+        /// and it is replaced, so that a business staying connected cannot hold on to one identity.
+        public var identityGrace: Duration
+        /// How long a central may stay connected without completing the handshake; it is then hung up, since the
+        /// controller stops advertising while a central is connected and the customer would stay unseen. The
+        /// default covers the virtual rig's worst case: service discovery alone took up to ~35 s under emulation
+        /// before the business wrote handshake 1, then the info read, the subscription and the handshake's own
+        /// 10 s.
+        public var handshakeDeadline: Duration
+        /// Whether to power the adapter off and on when the identity is replaced, so that the BLE address changes
+        /// with it. Only for bluetoothd running with `Privacy` (main.conf): the kernel then advertises under a
+        /// resolvable private address that it renews on its own 15-minute timer and when the adapter powers up,
+        /// but not when the advertisement is registered afresh (seen in the virtual rig, BlueZ 5.66 on Linux 6.1).
+        /// Without `Privacy` the address is the adapter's own and no power cycle changes it.
+        public var renewsAddress: Bool
 
-        public init(trustedLedgerKeys: TrustedLedgerKeys, identityLifetime: Duration = .seconds(900)) {
+        public init(
+            trustedLedgerKeys: TrustedLedgerKeys, identityLifetime: Duration = .seconds(900),
+            identityGrace: Duration = .seconds(300), handshakeDeadline: Duration = .seconds(60),
+            renewsAddress: Bool = false
+        ) {
             self.trustedLedgerKeys = trustedLedgerKeys
             self.identityLifetime = identityLifetime
+            self.identityGrace = identityGrace
+            self.handshakeDeadline = handshakeDeadline
+            self.renewsAddress = renewsAddress
         }
     }
 
     /// What the customer shows nearby businesses; replaced together, never derived from who the customer is.
     private struct Identity {
         var staticKey = Curve25519.KeyAgreement.PrivateKey()
-        var ephemeralID = try! FixedBytes<Bytes8>((0..<8).map { _ in UInt8.random(in: .min ... .max) })
+        var ephemeralID = (0..<8).map { _ in UInt8.random(in: .min ... .max) }
         var since = ContinuousClock.now
     }
+
+    /// How long a central being hung up must have been quiet before it is disconnected. BlueZ 5.66 must not see
+    /// the Disconnect while it waits for the answer to a write: it drops the write, times it out (err -110) and
+    /// was seen to crash. Writes it already passed on are answered first (the answers leave on the connection the
+    /// Disconnect leaves on, so they arrive before it); a write the business sent as the previous one was
+    /// answered may still be on its way, and gets here within one write round trip (p95 85 ms in the rig).
+    static let quietPeriod: Duration = .milliseconds(500)
+    /// The longest a hang-up waits for a central to go quiet, against one that keeps writing.
+    static let drainLimit: Duration = .seconds(3)
 
     private let adapter: Adapter
     private let configuration: Configuration
     private let logger: Logger
     private let clock: @Sendable () -> Timestamp
     private let links: LinkTable<DBusObjectPath>
+    private let centrals = Centrals()
     private let identity = Mutex(Identity())
     private let capabilities: Mutex<Capabilities>
     private let application = Mutex<GattApplicationHandle?>(nil)
     private let advertisement = Mutex<AdvertisementHandle?>(nil)
     /// Requests to advertise afresh, carried out one at a time by `run`.
     private let readvertise = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// The identity was replaced and the address is to follow before the next advertisement (`renewsAddress`).
+    private let addressDue = Mutex(false)
 
     public var events: AsyncStream<TransportEvent> { links.events }
 
@@ -59,7 +93,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     }
 
     /// Serves the GATT service and advertises until the calling task is cancelled; then stops advertising,
-    /// disconnects the business, unregisters, and ends `events`. `ready` is called once both are registered.
+    /// hangs up every central, unregisters, and ends `events`. `ready` is called once both are registered.
     public func run(ready: @Sendable () -> Void = {}) async throws(BlueZError) {
         defer { links.finish() }
         try await adapter.setPowered(true)
@@ -77,7 +111,9 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         let bluetoothd = adapter.session.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
-                for await event in connections where !event.connected { linkWentDown(event.device.path) }
+                for await event in connections {
+                    if event.connected { centrals.connected(event.device.path) } else { linkWentDown(event.device.path) }
+                }
             }
             group.addTask { [self] in
                 for await event in bluetoothd { await recover(event) }
@@ -88,6 +124,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             group.addTask { [self] in
                 for await _ in readvertise.stream {
                     do {
+                        if addressDue.withLock({ due in defer { due = false }; return due }) { try await renewAddress() }
                         try await advertise()
                     } catch {
                         logger.warning("advertising failed", metadata: ["error": "\(error)"])
@@ -97,8 +134,14 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             await group.next()
             group.cancelAll()
         }
-        for device in links.addresses { try? await Device(session: adapter.session, path: device).disconnect() }
         await advertisement.withLock { $0.take() }?.stop()
+        // In a task of their own: this one is cancelled, and hanging up waits and calls bluetoothd.
+        let devices = centrals.devices
+        await Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                for device in devices { group.addTask { await self.hangUp(device) } }
+            }
+        }.value
         await handle.stop()
         application.withLock { $0 = nil }
     }
@@ -109,11 +152,10 @@ public final class CustomerTransport: PaymentTransport, Sendable {
 
     public func disconnect(_ peer: PeerID) { links.hangUp(peer) }
 
-
     /// What the advertisement and info characteristic say from now on (online, holding a pre-authorization).
     public func setCapabilities(_ new: Capabilities) {
         guard capabilities.withLock({ old in defer { old = new }; return old != new }) else { return }
-        if links.isEmpty { readvertise.continuation.yield() }
+        if centrals.isEmpty { readvertise.continuation.yield() }
     }
 
     // MARK: GATT
@@ -129,31 +171,40 @@ public final class CustomerTransport: PaymentTransport, Sendable {
                     GattCharacteristic(uuid: GattLayout.toBusiness, flags: ["notify"]),
                     GattCharacteristic(
                         uuid: GattLayout.info, flags: ["read"],
-                        onRead: { [self] _ throws(BlueZError) in info().encoded }),
+                        onRead: { [self] _ throws(BlueZError) in try info().encoded }),
                 ])
         ])
     }
 
-    private func info() -> ProtocolInfo {
-        try! ProtocolInfo(
-            versions: BlepayProtocol.versions.sorted(by: >), capabilities: capabilities.withLock { $0 },
-            maximumMessageSize: UInt16(SecureSession.maximumMessageSize))
+    private func info() throws(BlueZError) -> ProtocolInfo {
+        do throws(ProtocolError) {
+            return try ProtocolInfo(
+                versions: BlepayProtocol.versions.sorted(by: >), capabilities: capabilities.withLock { $0 },
+                maximumMessageSize: UInt16(clamping: SecureSession.maximumMessageSize))
+        } catch {
+            throw BlueZError(.failed, "no protocol info: \(error)")
+        }
     }
 
+    /// A business's write: answered once its fragment is taken, or refused when its link is closed or closing.
     private func received(_ fragment: [UInt8], _ request: GattRequest) throws(BlueZError) {
         guard let device = request.device else { throw BlueZError(.notPermitted, "a write that names no device") }
-        let mtu = request.mtu ?? Framing.minimumMTU
-        let peer: PeerID
-        if let known = links.peer(at: device) { peer = known } else { peer = try open(device, mtu: mtu) }
-        links.update(peer) { link in link.setMTU(mtu) + link.receive(fragment, at: .now, now: clock()) }
+        try centrals.write(device) { () throws(BlueZError) in
+            let mtu = request.mtu ?? Framing.minimumMTU
+            let peer: PeerID
+            if let known = links.peer(at: device) { peer = known } else { peer = try open(device, mtu: mtu) }
+            let taken = links.update(peer) { link in link.setMTU(mtu) + link.receive(fragment, at: .now, now: clock()) }
+            guard taken else { throw BlueZError(.notPermitted, "the link is closed") }
+        }
     }
 
-    /// A new business's first write: its link, and the task that sends its fragments as notifications.
+    /// A new business's first write: its link, and the task that sends its fragments as notifications and hangs
+    /// it up when the link closes.
     private func open(_ device: DBusObjectPath, mtu: Int) throws(BlueZError) -> PeerID {
         guard links.isEmpty else { throw BlueZError(.notPermitted, "another business is connected") }
-        let handshake = identity.withLock {
-            CustomerHandshake(staticKey: $0.staticKey, info: info(), trusting: configuration.trustedLedgerKeys)
-        }
+        let staticKey = identity.withLock { $0.staticKey }
+        let handshake = CustomerHandshake(
+            staticKey: staticKey, info: try info(), trusting: configuration.trustedLedgerKeys)
         let link: Link
         do throws(ProtocolError) {
             link = try Link(customer: handshake, mtu: mtu, at: .now)
@@ -164,25 +215,83 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         logger.info("business connected", metadata: ["peer": "\(peer)", "mtu": "\(mtu)"])
         Task { [self] in
             for await outgoing in outbox {
-                guard case .fragment(let fragment) = outgoing,
-                    let app = application.withLock({ $0 }),
-                    (try? await app.notify(GattLayout.toBusiness, fragment)) != nil
-                else { break }
+                guard case .fragment(let fragment) = outgoing, await notify(fragment) else { break }
             }
-            try? await Device(session: adapter.session, path: device).disconnect()
+            await hangUp(device)
         }
         return peer
     }
 
-    // MARK: Links
+    private func notify(_ fragment: [UInt8]) async -> Bool {
+        guard let app = application.withLock({ $0 }) else { return false }
+        do {
+            try await app.notify(GattLayout.toBusiness, fragment)
+            return true
+        } catch {
+            logger.warning("a notification failed", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
 
+    // MARK: Centrals
+
+    /// Hangs up a central, through its link if it has one so that the fragments queued before go out first;
+    /// false if it was already being hung up.
+    @discardableResult
+    private func hangUpCentral(_ device: DBusObjectPath) -> Bool {
+        if let peer = links.peer(at: device) { return links.hangUp(peer) }
+        guard centrals.startClosing(device) else { return false }
+        Task { await disconnectWhenQuiet(device) }
+        return true
+    }
+
+    /// Where a link's outbox ends, and at shutdown: the central is disconnected, unless it is gone or already
+    /// being hung up.
+    private func hangUp(_ device: DBusObjectPath) async {
+        guard centrals.startClosing(device) else { return }
+        await disconnectWhenQuiet(device)
+    }
+
+    /// Disconnects a central being hung up once its writes are answered and it has gone quiet (`quietPeriod`).
+    /// Once BlueZ shows it disconnected, its link is taken as down even if the change was never announced (a
+    /// write handled after the disconnection's announcement counts its central as connected again).
+    private func disconnectWhenQuiet(_ device: DBusObjectPath) async {
+        await centrals.quieted(device, quiet: Self.quietPeriod, limit: Self.drainLimit)
+        do {
+            try await Device(session: adapter.session, path: device).disconnect()
+            linkWentDown(device)
+        } catch {
+            logger.info("disconnecting a central failed", metadata: ["device": "\(device)", "error": "\(error)"])
+        }
+    }
+
+    /// A central's link went down (nothing if it was not one of ours, or was already taken as down).
     private func linkWentDown(_ device: DBusObjectPath) {
+        guard centrals.disconnected(device) else { return }
         if let peer = links.peer(at: device) {
             logger.info("business disconnected", metadata: ["peer": "\(peer)"])
             links.remove(peer)
         }
-        // The controller stops advertising when a central connects; advertise afresh for the next one.
-        if links.isEmpty { readvertise.continuation.yield() }
+        if centrals.isEmpty { advertiseAfresh() }
+    }
+
+    /// The controller stops advertising when a central connects: once none is left, advertise afresh for the
+    /// next one, under a new identity if the old one has served its time.
+    private func advertiseAfresh() {
+        let replaced = identity.withLock { identity in
+            guard ContinuousClock.now - identity.since > configuration.identityLifetime else { return false }
+            identity = Identity()
+            return true
+        }
+        if replaced, configuration.renewsAddress { addressDue.withLock { $0 = true } }
+        readvertise.continuation.yield()
+    }
+
+    /// A new resolvable private address: the kernel makes one when the adapter powers up (`renewsAddress`).
+    private func renewAddress() async throws(BlueZError) {
+        logger.info("powering the adapter off and on for a new address", metadata: ["adapter": "\(adapter.name)"])
+        try await adapter.setPowered(false)
+        try await adapter.setPowered(true)
     }
 
     /// bluetoothd went away (and every link with it) or came back, or the adapter was powered on again: links are
@@ -191,7 +300,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         switch event {
         case .vanished:
             logger.warning("bluetoothd went away")
-            for device in links.addresses { linkWentDown(device) }
+            for device in centrals.devices { linkWentDown(device) }
         case .restarted:
             logger.info("bluetoothd is back; advertising again")
             do {
@@ -209,19 +318,39 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
     }
 
+    /// Each second: the links' time-outs, centrals past the handshake deadline, and the identity's age.
     private func tick() {
-        links.tick(at: .now)
-        let due = identity.withLock { ContinuousClock.now - $0.since > configuration.identityLifetime }
-        guard due, links.isEmpty else { return }
-        identity.withLock { $0 = Identity() }
-        readvertise.continuation.yield()
+        let now = ContinuousClock.now
+        links.tick(at: now)
+        for device in centrals.overdue(after: configuration.handshakeDeadline, at: now)
+        where !links.isEstablished(at: device) {
+            logger.info("hanging up a central that did not complete the handshake", metadata: ["device": "\(device)"])
+            hangUpCentral(device)
+        }
+        let age = now - identity.withLock { $0.since }
+        guard age > configuration.identityLifetime else { return }
+        if centrals.isEmpty {
+            advertiseAfresh()
+        } else if age > configuration.identityLifetime + configuration.identityGrace {
+            // A business staying connected would otherwise hold on to the identity as long as it likes.
+            let hungUp = centrals.devices.filter { hangUpCentral($0) }
+            if !hungUp.isEmpty {
+                logger.info("the identity is overdue; hanging up to replace it", metadata: ["centrals": "\(hungUp.count)"])
+            }
+        }
     }
 
     /// (Re)registers the advertisement with the current identity and capabilities.
     private func advertise() async throws(BlueZError) {
+        let ephemeralID: FixedBytes<Bytes8>
+        do throws(ProtocolError) {
+            ephemeralID = try FixedBytes(identity.withLock { $0.ephemeralID })
+        } catch {
+            throw BlueZError(.failed, "no ephemeral id: \(error)")
+        }
         let data = AdvertisementData(
             version: BlepayProtocol.versions.max() ?? 1, capabilities: capabilities.withLock { $0 },
-            ephemeralID: identity.withLock { $0.ephemeralID })
+            ephemeralID: ephemeralID)
         await advertisement.withLock { $0.take() }?.stop()
         let handle = try await adapter.advertise(Advertisement(serviceData: [GattLayout.service: data.encoded]))
         advertisement.withLock { $0 = handle }

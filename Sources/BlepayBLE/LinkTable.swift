@@ -18,6 +18,10 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
         let address: Address
         let outbox: AsyncStream<Outgoing>.Continuation
         var reported = false
+        /// Closed by its link or hung up: nothing more is taken from the peer, and its outbox has ended.
+        var closing = false
+        /// When the session was established or last delivered a message.
+        var lastHeard: ContinuousClock.Instant?
     }
 
     private struct State {
@@ -56,13 +60,17 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
 
     var peers: [PeerID] { state.withLock { Array($0.peers.keys) } }
 
-    var addresses: [Address] { state.withLock { $0.peers.values.map(\.address) } }
+    /// Whether the link at `address` has completed its handshake.
+    func isEstablished(at address: Address) -> Bool {
+        state.withLock { $0.peers.values.contains { $0.address == address && $0.reported } }
+    }
 
     /// Runs `body` on the peer's link and carries out the actions it returns, under the lock so that events keep
-    /// the link's order.
-    func update(_ peer: PeerID, _ body: (inout Link) -> [LinkAction]) {
+    /// the link's order. False, without running `body`, for a peer that is gone or closing: its input is refused.
+    @discardableResult
+    func update(_ peer: PeerID, _ body: (inout Link) -> [LinkAction]) -> Bool {
         state.withLock { state in
-            guard var entry = state.peers[peer] else { return }
+            guard var entry = state.peers[peer], !entry.closing else { return false }
             let actions = body(&entry.link)
             for action in actions {
                 switch action {
@@ -70,15 +78,20 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
                 case .established:
                     guard let session = entry.link.session else { break }
                     entry.reported = true
+                    entry.lastHeard = .now
                     continuation.yield(.connected(peer, PeerSession(session)))
-                case .deliver(let message): continuation.yield(.received(peer, message))
+                case .deliver(let message):
+                    entry.lastHeard = .now
+                    continuation.yield(.received(peer, message))
                 case .close(let reason):
                     logger.info("closing the link", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
+                    entry.closing = true
                     entry.outbox.yield(.disconnect)
                     entry.outbox.finish()
                 }
             }
             state.peers[peer] = entry
+            return true
         }
     }
 
@@ -87,12 +100,28 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
         for peer in peers { update(peer) { $0.tick(at: instant) } }
     }
 
-    /// Asks for the peer's disconnection after the fragments already queued.
-    func hangUp(_ peer: PeerID) {
+    /// Asks for the peer's disconnection after the fragments already queued; false if it was already asked for
+    /// (or the peer is gone).
+    @discardableResult
+    func hangUp(_ peer: PeerID) -> Bool {
         state.withLock { state in
-            guard let entry = state.peers[peer] else { return }
+            guard var entry = state.peers[peer], !entry.closing else { return false }
+            entry.closing = true
             entry.outbox.yield(.disconnect)
             entry.outbox.finish()
+            state.peers[peer] = entry
+            return true
+        }
+    }
+
+    /// The established peer heard from least recently, if that was at least `silence` ago; nil while some peer is
+    /// being closed, since its slot is already being freed.
+    func quietest(silentFor silence: Duration, at now: ContinuousClock.Instant) -> PeerID? {
+        state.withLock { state in
+            guard !state.peers.values.contains(where: \.closing) else { return nil }
+            let heard = state.peers.compactMap { peer, entry in entry.lastHeard.map { (peer, $0) } }
+            guard let (peer, last) = heard.min(by: { $0.1 < $1.1 }), now - last >= silence else { return nil }
+            return peer
         }
     }
 

@@ -15,7 +15,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// The Bluetooth adapter (`hci0`, …).
     public var adapter = "hci0"
     /// Business: customers connected at once.
-    public var maximumConnections = 8
+    public var maximumConnections = 20
     /// The ledger's HTTP API.
     public var ledgerURL = "http://127.0.0.1:8480"
     /// The ledger's Ed25519 public key: merchant certificates, receipts and vouchers must be signed by it.

@@ -1,4 +1,5 @@
 import BlueZ
+import BlueZTestSupport
 import DBusKit
 import Testing
 

@@ -1,4 +1,5 @@
 import BlueZ
+import BlueZTestSupport
 import DBusKit
 import DBusTestSupport
 import Testing
@@ -43,26 +44,6 @@ struct BlueZFixture {
     }
 }
 
-struct TimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Runs `operation`, throwing `TimedOut` if it has not finished within `limit`.
-func within<T: Sendable>(
-    _ limit: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask(operation: operation)
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw TimedOut(what: what)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
-
 /// Waits until `condition` holds for the session's mirror, checking it after every change.
 func mirrored(
     _ session: BlueZSession, _ what: String, within limit: Duration = .seconds(5),
@@ -74,34 +55,6 @@ func mirrored(
         for await _ in events where condition() { return }
         throw TimedOut(what: "\(what) (session closed)")
     }
-}
-
-/// Waits (bounded) until `condition` holds for state the stand-in keeps, which has no change stream.
-func eventually(_ what: String, within limit: Duration = .seconds(5), _ condition: @escaping @Sendable () -> Bool)
-    async throws
-{
-    try await within(limit, what) {
-        while !condition() { try await Task.sleep(for: .milliseconds(10)) }
-    }
-}
-
-/// The elements of `stream` up to and including the first for which `done` (given all so far) holds.
-func collect<T: Sendable>(
-    _ stream: AsyncStream<T>, within limit: Duration = .seconds(5), until done: @escaping @Sendable ([T]) -> Bool
-) async throws -> [T] {
-    try await within(limit, "elements of a stream") {
-        var elements: [T] = []
-        for await element in stream {
-            elements.append(element)
-            if done(elements) { return elements }
-        }
-        throw TimedOut(what: "more elements (the stream ended after \(elements.count))")
-    }
-}
-
-/// The first `count` elements of `stream`.
-func first<T: Sendable>(_ count: Int, of stream: AsyncStream<T>) async throws -> [T] {
-    try await collect(stream) { $0.count == count }
 }
 
 /// The `BlueZError` that `operation` throws, or nil if it succeeds.
