@@ -62,6 +62,13 @@ public struct TableReader {
         value = integer
     }
 
+    public mutating func boolean(_ key: String, into value: inout Bool) throws(ConfigurationError) {
+        known.insert(key)
+        guard let raw = table[key] else { return }
+        guard let boolean = raw.bool else { throw error(key, "is true or false") }
+        value = boolean
+    }
+
     public func finish() throws(ConfigurationError) {
         if let unknown = table.keys.sorted().first(where: { !known.contains($0) }) {
             throw error(unknown, "is not a known key")

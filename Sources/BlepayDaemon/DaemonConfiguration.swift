@@ -16,6 +16,11 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var adapter = "hci0"
     /// Business: customers connected at once.
     public var maximumConnections = 20
+    /// Customer: how long one advertising identity (ephemeral id and handshake key) is used, in seconds.
+    public var identityLifetimeSeconds = 900
+    /// Customer: whether the adapter is powered off and on when the identity is replaced, so that the BLE address
+    /// (a resolvable private address under bluetoothd's `Privacy`) changes with it.
+    public var renewAddress = false
     /// The ledger's HTTP API.
     public var ledgerURL = "http://127.0.0.1:8480"
     /// The ledger's Ed25519 public key: merchant certificates, receipts and vouchers must be signed by it.
@@ -65,8 +70,13 @@ public struct DaemonConfiguration: Sendable, Hashable {
             guard configuration.adapter.wholeMatch(of: /hci[0-9]{1,3}/) != nil else {
                 throw section.error("adapter", "is an adapter name such as \"hci0\"")
             }
-            if role == .business {
+            switch role {
+            case .business:
                 try section.integer("maximum_connections", into: &configuration.maximumConnections, in: 1...32)
+            case .customer:
+                try section.integer(
+                    "identity_lifetime_seconds", into: &configuration.identityLifetimeSeconds, in: 10...86400)
+                try section.boolean("renew_address", into: &configuration.renewAddress)
             }
         }
         try reader.section("ledger") { section throws(ConfigurationError) in

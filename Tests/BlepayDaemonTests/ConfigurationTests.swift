@@ -43,12 +43,27 @@ import Testing
         #expect(DaemonConfiguration(role: .customer).busName == "org.blepay.Customer")
     }
 
+    @Test func theCustomerSetsHowItsIdentityAndAddressChange() throws {
+        let configuration = try DaemonConfiguration.parse(.customer, """
+            [bluetooth]
+            identity_lifetime_seconds = 600
+            renew_address = true
+            [ledger]
+            public_key = "\(Self.key)"
+            """, file: "customer.toml")
+        #expect(configuration.identityLifetimeSeconds == 600 && configuration.renewAddress)
+    }
+
     @Test(arguments: [
         (DaemonConfiguration.Role.customer, "[bluetooth]\nadapter = \"bt0\"", "bluetooth.adapter", "is an adapter name such as \"hci0\""),
         (.customer, "[ledger]\nurl = \"ftp://ledger\"", "ledger.url", "is an http:// or https:// URL"),
         (.customer, "[ledger]\npublic_key = \"abc\"", "ledger.public_key", "is the ledger's public key: 64 hex digits"),
         (.customer, "[device]\nstate_directory = \"var/lib\"", "device.state_directory", "is an absolute path"),
         (.customer, "[bluetooth]\nmaximum_connections = 3", "bluetooth.maximum_connections", "is not a known key"),
+        (.customer, "[bluetooth]\nrenew_address = \"yes\"", "bluetooth.renew_address", "is true or false"),
+        (.customer, "[bluetooth]\nidentity_lifetime_seconds = 5", "bluetooth.identity_lifetime_seconds",
+         "is an integer from 10 to 86400"),
+        (.business, "[bluetooth]\nrenew_address = true", "bluetooth.renew_address", "is not a known key"),
         (.customer, "[payments]\nmaximum_tip_percent = 5", "payments", "is not a known key"),
         (.customer, "[control]\ninstance = \"2nd\"", "control.instance",
          "is 1 to 32 letters, digits or underscores, not starting with a digit"),

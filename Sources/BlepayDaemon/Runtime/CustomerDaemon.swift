@@ -14,11 +14,14 @@ public enum CustomerDaemon {
         let readiness = Readiness(["bus", "bluetooth"]) {
             notify.ready(status: "receiving payments on \(context.configuration.adapter)")
         }
-        let keys = context.trustedLedgerKeys
+        let settings = CustomerTransport.Configuration(
+            trustedLedgerKeys: context.trustedLedgerKeys,
+            identityLifetime: .seconds(context.configuration.identityLifetimeSeconds),
+            renewsAddress: context.configuration.renewAddress)
         let service = CustomerService(
             links: {
                 let transport = CustomerTransport(
-                    adapter: context.adapter, configuration: .init(trustedLedgerKeys: keys), capabilities: [.online],
+                    adapter: context.adapter, configuration: settings, capabilities: [.online],
                     logger: context.logger, clock: context.clock)
                 return CustomerService.Links(transport: transport) {
                     try await transport.run { readiness.report("bluetooth") }
