@@ -4,6 +4,8 @@
 # business daemon (rig-lib.sh).
 #   b: blepayctl request 25.50 USD --reference order-123    a: blepayctl accept <id> --tip 1.00
 #   then a request the business cancels, and, after b's bluetoothd restarted, one the customer declines.
+# Host a's bluetoothd runs with Privacy and its customer daemon renews its identity every 20 s with a new address:
+# the business finds it again under another address after the restart.
 # Both hosts record their daemon's events (blepayctl watch --json) and what the ledger says into $BLEPAY_RIG_OUT,
 # for the test to check. Usage (inside the rig): rig-payment.sh BIN_DIR
 set -euo pipefail
@@ -19,6 +21,11 @@ a)
   echo "$merchant" | json '["enrollmentToken"]' | put merchant.token
 
   configure /etc/blepay/customer.toml customer "http://[::1]:8480" "$(echo "$customer" | json '["enrollmentToken"]')"
+  sed -i '/^adapter = /a identity_lifetime_seconds = 20\nrenew_address = true' /etc/blepay/customer.toml
+  printf '[General]\nPrivacy = device\n' > /etc/bluetooth/main.conf
+  restart_bluetoothd
+  # The identity in use when the business restarts bluetoothd is old enough to be replaced once the link drops.
+  (sleep 25; touch "$out/a.identity-due") &
   start customer customer "$(ready_check org.blepay.Customer hci0 ActiveInstances)"
   await "blepayctl payments --customer" 60 || fail "the customer daemon did not start"
   blepayctl watch --customer --json > "$out/a.events.jsonl" &
@@ -70,6 +77,7 @@ b)
   blepayctl cancel "$id"
   await "seen cancelled $id" 60 || fail "the second request was not cancelled"
 
+  await "[ -f '$out/a.identity-due' ]" 60 || fail "host a's identity never came due"
   restart_bluetoothd
   id=$(blepayctl request 7.00 USD --reference order-125)
   echo "$id" | put pay3.id

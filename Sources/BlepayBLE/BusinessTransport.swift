@@ -227,7 +227,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             setupEnded.yield(true)
             setupEnded.finish()
             let (peer, outbox) = links.add(link, at: device.path)
-            logger.info("customer connected", metadata: ["peer": "\(peer)", "mtu": "\(channel.mtu)"])
+            logger.info(
+                "customer connected", metadata: ["peer": "\(peer)", "device": "\(device.path)", "mtu": "\(channel.mtu)"])
             links.update(peer) { $0.start() }
             let reason = await carry(peer, over: channel, outbox: outbox)
             links.remove(peer)

@@ -60,7 +60,7 @@ struct PaymentRigTests {
 
     /// The ledger and the customer daemon on host a, the business daemon on host b, joined by the virtual air and a
     /// point-to-point IPv6 link only: a payment with a tip, then a request each side ends, the last after bluetoothd
-    /// restarted on host b under the business daemon.
+    /// restarted on host b under the business daemon, after which the customer is found under a new address.
     @Test func aPaymentACancellationAndADeclineBetweenTwoHosts() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-payment.sh").path
         let command = "bash \(script) \(Rig.binaryDirectory)"
@@ -91,6 +91,14 @@ struct PaymentRigTests {
         #expect(customer.first { $0.payment_id == ids[2] && $0.kind == .cancelled }?.details.by == "customer")
         #expect(kinds(business, ids[1]).contains(.cancelled))
         #expect(kinds(business, ids[2]).contains(.declined))
+
+        // Once the link dropped, the customer took a new identity and, under Privacy, a new address with it: the
+        // business found it again as another device.
+        #expect(try run.text("a.customer.log").contains("powering the adapter off and on for a new address"))
+        let devices = try run.text("b.business.log").split(separator: "\n")
+            .filter { $0.contains("customer connected") }
+            .compactMap { $0.firstMatch(of: /device=(\S+)/).map { String($0.1) } }
+        #expect(devices.count >= 2 && Set(devices).count >= 2, "customers connected at \(devices)")
 
         // The ledger moved exactly the amount plus the tip, once, and its books are sound.
         let before = try run.json("instruments.before.json", as: Instrument.self)
