@@ -110,6 +110,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A daemon's durable state: one SQLite file (GRDB) in its state directory, migrated in one transaction per
+        // version; the customer's vouchers and the uses signed against them.
+        .target(
+            name: "BlepayDaemonStore",
+            dependencies: ["BlepayProtocol", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // Settings files (TOML, one error line naming file and key) and secret files, for every blepay program.
         .target(name: "BlepayConfiguration", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]),
         // The ledger's HTTP API (Hummingbird): authentication, idempotency, routes, background expiry, config.
@@ -139,7 +145,7 @@ let package = Package(
         .target(
             name: "BlepayDaemon",
             dependencies: [
-                "BlepayBLE", "BlepayConfiguration", "BlepayLedgerClient", "BlueZ", "DBusKit",
+                "BlepayBLE", "BlepayConfiguration", "BlepayDaemonStore", "BlepayLedgerClient", "BlueZ", "DBusKit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -173,6 +179,13 @@ let package = Package(
         // Seeded randomness, hex, and the built executables for the tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
+        .testTarget(
+            name: "BlepayDaemonStoreTests",
+            dependencies: [
+                "BlepayDaemonStore", "BlepayProtocol", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport"]),
         // A stand-in for bluetoothd 5.66 on a private bus, for the BlueZ and BLE tiers.
         .target(name: "BlueZTestSupport", dependencies: ["DBusKit", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
@@ -208,8 +221,8 @@ let package = Package(
         .testTarget(
             name: "BlepayDaemonTests",
             dependencies: [
-                "BlepayDaemon", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport", "DBusTestSupport",
-                "TestSupport", "BlepayPaymentsTesting",
+                "BlepayDaemon", "BlepayDaemonStore", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport",
+                "DBusTestSupport", "TestSupport", "BlepayPaymentsTesting", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // A private PostgreSQL database per test, a real ledger server on a free port, and keys, devices and signed

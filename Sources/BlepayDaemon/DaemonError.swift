@@ -3,6 +3,8 @@ public struct DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
         /// The state directory, a key file or the stored credentials cannot be used.
         case stateUnusable = "daemon.state-unusable"
+        /// The state file's schema is newer than this build's, or migrating it failed (it was left as it was).
+        case stateSchema = "daemon.state-schema"
         /// Not enrolled yet, and enrolling with the token failed (no token file, refused, ledger unreachable).
         case enrollmentFailed = "daemon.enrollment-failed"
         /// The merchant certificate is missing, or not signed by the configured ledger key for our keys.

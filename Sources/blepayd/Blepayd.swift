@@ -23,7 +23,7 @@ struct DaemonOptions: ParsableArguments {
     var bus = "system"
 
     /// Loads the configuration (exit 78 with one line if it cannot be used), opens the daemon's context (exit 1 with
-    /// one line if that fails) and runs `daemon` until SIGTERM or SIGINT.
+    /// one line if that fails; 78 if its state file cannot be migrated) and runs `daemon` until SIGTERM or SIGINT.
     func run(_ role: DaemonConfiguration.Role, _ services: (DaemonContext) throws -> [any Service]) async throws {
         let file = config ?? "/etc/blepay/\(role.rawValue).toml"
         let configuration: DaemonConfiguration
@@ -40,7 +40,8 @@ struct DaemonOptions: ParsableArguments {
             context = try await DaemonContext.open(configuration, bus: bus == "system" ? .system : .address(bus), logger: logger)
         } catch {
             FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
-            throw ExitCode(1)
+            // A state file this build cannot migrate needs the operator, not a restart.
+            throw ExitCode(error.code == .stateSchema ? 78 : 1)
         }
         let group: ServiceGroup
         do {

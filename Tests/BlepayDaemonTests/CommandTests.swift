@@ -1,4 +1,6 @@
+import BlepayDaemonStore
 import Foundation
+import GRDB
 import TestSupport
 import Testing
 
@@ -32,6 +34,29 @@ import Testing
         let result = try run(["customer", "--config", file, "--bus", "unix:path=/nonexistent/bus"])
         #expect(result.status == 78)
         #expect(result.output.hasPrefix("blepayd: config.") && result.output.contains(file), "\(result.output)")
+        #expect(result.output.split(separator: "\n").count == 1, "\(result.output)")
+    }
+
+    /// A state file written by a newer blepay needs the operator (an older package put back over a newer one): it is
+    /// left as it is, and the daemon stops before it enrolls or touches the bus.
+    @Test func aStateFileFromANewerBlepayStopsWithOneLineAndExitCode78() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepayd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let state = directory.appendingPathComponent(DaemonStore.fileName).path
+        _ = try DaemonStore(path: state)
+        try DatabaseQueue(path: state).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('99 later')")
+        }
+        let file = directory.appendingPathComponent("customer.toml")
+        try Data("""
+            [ledger]
+            public_key = "\(String(repeating: "ab", count: 32))"
+            [device]
+            state_directory = "\(directory.path)"
+            """.utf8).write(to: file)
+        let result = try run(["customer", "--config", file.path, "--bus", "unix:path=/nonexistent/bus"])
+        #expect(result.status == 78, "\(result.output)")
+        #expect(result.output.hasPrefix("blepayd: daemon.state-schema: store.newer-schema: \(state)"), "\(result.output)")
         #expect(result.output.split(separator: "\n").count == 1, "\(result.output)")
     }
 }

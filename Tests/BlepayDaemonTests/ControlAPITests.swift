@@ -113,7 +113,8 @@ struct ControlAPITests {
         let (server, client) = (try await bus.connect(), try await bus.connect())
         let serving = Task {
             try await CustomerControl.serve(
-                service, on: server, wallet: .init(list: { [] }, addCard: { _, _, _, _ in "" }), logger: testLogger)
+                service, on: server, wallet: .init(list: { [] }, addCard: { _, _, _, _ in "" }),
+                vouchers: try testVouchers(), clock: { fixedNow }, logger: testLogger)
         }
         defer { serving.cancel() }
         for _ in 0..<200 where try await client.nameOwner(ControlAPI.customerBusName) == nil {

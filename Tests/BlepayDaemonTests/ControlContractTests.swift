@@ -105,7 +105,7 @@ struct ControlContractTests {
         let served = try await fixture.client.call(
             destination: name, path: path, interface: "org.freedesktop.DBus.Introspectable", member: "Introspect")
             .arguments[0].decode(String.self)
-        let printed = try Self.blepayctl.run(["interface", role.rawValue])
+        let printed = try await Self.blepayctl.run(["interface", role.rawValue])
         #expect(printed.status == 0)
         let installed = try #require(Self.element(interface, in: printed.output))
         #expect(Self.element(interface, in: served) == installed)

@@ -1,9 +1,12 @@
 import BlepayDaemon
+import BlepayDaemonStore
+import BlepayLedgerClient
 import BlepayPayments
 import BlepayPaymentsTesting
 import BlepayProtocol
 import DBusKit
 import DBusTestSupport
+import Foundation
 import Logging
 
 let testLogger = Logger(label: "blepay.daemon.test")
@@ -19,6 +22,22 @@ let testCertificate: MerchantCertificate = {
     ).signed(by: ledgerKey)
 }()
 
+/// Vouchers in a fresh state file, issued through `ledger` (by default a ledger that cannot be reached) to
+/// `deviceKey` and signed by one of `trusted`.
+func testVouchers(
+    ledger: LedgerClient? = nil, deviceKey: Key32 = SigningKey().publicKey, trusting trusted: [Key32] = []
+) throws -> CustomerVouchers {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-vouchers-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let store = try DaemonStore(path: directory.appendingPathComponent(DaemonStore.fileName).path)
+    // Nothing listens on port 9 (discard): every call fails, within the second the client keeps trying to connect.
+    let client = ledger ?? LedgerClient(
+        baseURL: "http://127.0.0.1:9", credentials: .none, retry: .init(attempts: 1, timeout: .seconds(1)), logger: testLogger)
+    return CustomerVouchers(
+        wallet: VoucherWallet(store: store, deviceKey: deviceKey, trusting: TrustedLedgerKeys(trusted)), ledger: client,
+        clock: { fixedNow })
+}
+
 /// Both daemons' services on an in-memory network, their control objects on a private bus, and a client
 /// connection that calls them and hears their signals.
 final class ControlFixture: Sendable {
@@ -30,8 +49,9 @@ final class ControlFixture: Sendable {
     let business: BusinessService
     private let tasks: [Task<Void, Never>]
 
-    /// `ledgerLatency`: how long each execution takes.
-    init(ledgerLatency: Duration = .zero) async throws {
+    /// `ledgerLatency`: how long each execution takes; `vouchers`: the customer's.
+    init(ledgerLatency: Duration = .zero, vouchers: CustomerVouchers? = nil) async throws {
+        let vouchers = try vouchers ?? testVouchers()
         ledger = InMemoryLedger(latency: ledgerLatency)
         bus = try TestBus()
         client = try await bus.connect()
@@ -54,7 +74,8 @@ final class ControlFixture: Sendable {
         tasks = [
             Task {
                 let wallet = CustomerControl.Wallet(list: { [] }, addCard: { _, _, _, _ in "card-1" })
-                try? await CustomerControl.serve(customer, on: customerBus, wallet: wallet, logger: testLogger)
+                try? await CustomerControl.serve(
+                    customer, on: customerBus, wallet: wallet, vouchers: vouchers, clock: { fixedNow }, logger: testLogger)
             },
             Task { try? await BusinessControl.serve(business, on: businessBus, logger: testLogger) },
             Task { try? await business.serveLinks() },

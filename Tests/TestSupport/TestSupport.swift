@@ -59,6 +59,14 @@ public struct BuiltProduct: Sendable {
         return (process, pipe)
     }
 
+    /// Runs it to its end on a thread of its own, so that waiting for it holds up none of the test's tasks (a
+    /// daemon served in the test process answers it on those).
+    public func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try self.run(arguments) }) }
+        }
+    }
+
     /// Runs it to its end: its exit status and all it printed.
     public func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let (process, pipe) = try start(arguments)

@@ -25,13 +25,20 @@ public struct ControlDetails: Sendable, Hashable {
     public var detail: String?
     public var transactionID: String?
     public var receiptStatus: String?
+    /// A voucher's: the instrument it draws on, what was signed against it (minor units, in how many uses), when it
+    /// was issued and voided (milliseconds since 1970). Its limit is `amount`.
+    public var instrumentID: String?
+    public var spent: UInt64?
+    public var uses: UInt32?
+    public var issuedAt: UInt64?
+    public var voidedAt: UInt64?
 
     public init() {}
 
     /// Every key, its D-Bus type, and where it lives: the one place the contract spells them.
     enum Field: CaseIterable {
         case peer, amount, currency, tip, total, reference, merchantID, merchantName, expiresAt, by, code, codeNumber
-        case detail, transactionID, receiptStatus
+        case detail, transactionID, receiptStatus, instrumentID, spent, uses, issuedAt, voidedAt
 
         var key: String {
             switch self {
@@ -50,6 +57,11 @@ public struct ControlDetails: Sendable, Hashable {
             case .detail: "detail"
             case .transactionID: "transaction_id"
             case .receiptStatus: "receipt_status"
+            case .instrumentID: "instrument_id"
+            case .spent: "spent"
+            case .uses: "uses"
+            case .issuedAt: "issued_at"
+            case .voidedAt: "voided_at"
             }
         }
 
@@ -76,6 +88,11 @@ public struct ControlDetails: Sendable, Hashable {
             case .detail: .text(\.detail)
             case .transactionID: .text(\.transactionID)
             case .receiptStatus: .text(\.receiptStatus)
+            case .instrumentID: .text(\.instrumentID)
+            case .spent: .number(\.spent)
+            case .uses: .smallNumber(\.uses)
+            case .issuedAt: .number(\.issuedAt)
+            case .voidedAt: .number(\.voidedAt)
             }
         }
     }

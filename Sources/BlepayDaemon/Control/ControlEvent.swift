@@ -122,20 +122,35 @@ public struct ControlPayment: Sendable, Hashable, Codable {
         details.peer = snapshot.peer?.rawValue
     }
 
-    public static let signature: DBusSignature = "(ssa{sv})"
+    public static let signature = ControlRecord.signature
 
-    public var dbusValue: DBusValue { .structure([.string(paymentID), .string(status), details.dbusValue]) }
+    public var dbusValue: DBusValue { ControlRecord.value(paymentID, status, details) }
 
     public init(dbus value: DBusValue) throws(DBusError) {
-        guard case .structure(let fields) = value.unwrapped, fields.count == 3 else {
-            throw DBusError(.typeMismatch, "a payment is (ssa{sv})")
-        }
-        paymentID = try fields[0].decode(String.self)
-        status = try fields[1].decode(String.self)
-        details = try ControlDetails(dbus: fields[2])
+        (paymentID, status, details) = try ControlRecord.read(value, "a payment")
     }
 
-    public var text: String { ([paymentID, status] + details.described).joined(separator: "  ") }
+    public var text: String { ControlRecord.text(paymentID, status, details) }
+}
+
+/// `(s id, s status, a{sv} details)`: how payments and vouchers are given.
+enum ControlRecord {
+    static let signature: DBusSignature = "(ssa{sv})"
+
+    static func value(_ id: String, _ status: String, _ details: ControlDetails) -> DBusValue {
+        .structure([.string(id), .string(status), details.dbusValue])
+    }
+
+    static func read(_ value: DBusValue, _ what: String) throws(DBusError) -> (String, String, ControlDetails) {
+        guard case .structure(let fields) = value.unwrapped, fields.count == 3 else {
+            throw DBusError(.typeMismatch, "\(what) is \(signature)")
+        }
+        return (try fields[0].decode(String.self), try fields[1].decode(String.self), try ControlDetails(dbus: fields[2]))
+    }
+
+    static func text(_ id: String, _ status: String, _ details: ControlDetails) -> String {
+        ([id, status] + details.described).joined(separator: "  ")
+    }
 }
 
 extension ControlDetails {

@@ -39,6 +39,11 @@ extension ControlAPI {
         "AddCard": Method([("number", "s"), ("expiry_month", "q"), ("expiry_year", "q"), ("cvc", "s")], [("instrument_id", "s")]),
         "PaymentStatus": Method([("payment_id", "s")], paymentOut),
         "ListPayments": Method([], paymentsOut),
+        "ObtainVoucher": Method(
+            [("instrument_id", "s"), ("amount", "t"), ("currency", "s"), ("lifetime_seconds", "u")],
+            [("voucher", "(ssa{sv})")]),
+        "ListVouchers": Method([], [("vouchers", "a(ssa{sv})")]),
+        "VoidVoucher": Method([("voucher_id", "s")]),
     ]
 
     static let businessMethods: [String: Method] = [

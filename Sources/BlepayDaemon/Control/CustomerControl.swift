@@ -45,12 +45,13 @@ public enum CustomerControl {
     /// cancelled; then releases the name.
     public static func serve(
         _ service: CustomerService, on connection: DBusConnection, name: String = ControlAPI.customerBusName,
-        wallet: Wallet, logger: Logger,
+        wallet: Wallet, vouchers: CustomerVouchers, clock: @escaping @Sendable () -> Timestamp, logger: Logger,
         ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let receiving = Receiving()
+        let handlers = voucherHandlers(vouchers, clock: clock)
         let handle = try await connection.export(
-            ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving)])
+            ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving, more: handlers)])
         receiving.handle = handle
         // The daemon may have started receiving before the object was exported.
         await receiving.update(service)
@@ -69,12 +70,41 @@ public enum CustomerControl {
         }
     }
 
+    /// `ObtainVoucher`, `ListVouchers` and `VoidVoucher`.
+    private static func voucherHandlers(_ vouchers: CustomerVouchers, clock: @escaping @Sendable () -> Timestamp)
+        -> [String: DBusMethod.Handler]
+    {
+        [
+            "ObtainVoucher": { call in
+                let a = call.arguments
+                let limit = try ControlAPI.money(a[1].decode(UInt64.self), a[2].decode(String.self))
+                let (instrument, lifetime) = (try a[0].decode(String.self), try a[3].decode(UInt32.self))
+                do throws(PaymentError) {
+                    let stored = try await vouchers.obtain(
+                        instrumentID: instrument, limit: limit, lifetimeSeconds: Int64(lifetime))
+                    return [ControlVoucher(stored, at: clock()).dbusValue]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "ListVouchers": { _ in
+                do throws(PaymentError) {
+                    let now = clock()
+                    return [.array(element: ControlVoucher.signature, try vouchers.list().map { ControlVoucher($0, at: now).dbusValue })]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "VoidVoucher": { call in
+                let id = try call.arguments[0].decode(String.self)
+                do throws(PaymentError) { try await vouchers.void(id) } catch { throw ControlAPI.error(error) }
+                return []
+            },
+        ]
+    }
+
     private static func interface(
-        _ service: CustomerService, wallet: Wallet, receiving: Receiving
+        _ service: CustomerService, wallet: Wallet, receiving: Receiving, more: [String: DBusMethod.Handler]
     ) -> DBusInterface {
         let payments = ControlAPI.paymentHandlers(
             status: { await service.status(of: $0) }, list: { await service.shownPayments },
-            unknown: "this daemon was shown no payment")
+            unknown: "this daemon was shown no payment").merging(more) { $1 }
         return ControlAPI.interface(.customer, handlers: payments.merging([
             "StartReceiving": { _ in
                 await service.startReceiving()

@@ -1,5 +1,6 @@
 import BlepayBLE
 import BlepayConfiguration
+import BlepayDaemonStore
 import BlepayLedger
 import BlepayLedgerClient
 import BlepayPayments
@@ -32,11 +33,18 @@ public enum CustomerDaemon {
             ControlService {
                 try await CustomerControl.serve(
                     service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger),
-                    logger: context.logger, ready: { readiness.report("bus") })
+                    vouchers: vouchers(context), clock: context.clock, logger: context.logger, ready: { readiness.report("bus") })
             },
             PaymentService(notify: notify, serve: { await service.run() }, shutdown: { await service.shutdown() }),
         ]
     }
+}
+
+/// The customer's vouchers: issued by the ledger to its device key, kept in its state file.
+private func vouchers(_ context: DaemonContext) -> CustomerVouchers {
+    let wallet = VoucherWallet(
+        store: context.store, deviceKey: context.identity.signingKey.publicKey, trusting: context.trustedLedgerKeys)
+    return CustomerVouchers(wallet: wallet, ledger: context.ledger, clock: context.clock)
 }
 
 /// The customer's instruments at the ledger, through its device credentials.

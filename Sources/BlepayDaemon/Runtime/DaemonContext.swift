@@ -1,3 +1,4 @@
+import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayProtocol
 import BlueZ
@@ -6,12 +7,13 @@ import Foundation
 import Logging
 
 /// What both daemons have before they serve: their configuration, the device's identity (enrolled with the
-/// ledger), a ledger client that signs as the device, the adapter through BlueZ, and the bus connection the
-/// control API is served on.
+/// ledger), its state file, a ledger client that signs as the device, the adapter through BlueZ, and the bus
+/// connection the control API is served on.
 public struct DaemonContext: Sendable {
     public let configuration: DaemonConfiguration
     public let logger: Logger
     public let identity: DeviceIdentity
+    public let store: DaemonStore
     public let ledger: LedgerClient
     public let adapter: Adapter
     public let control: DBusConnection
@@ -33,6 +35,12 @@ public struct DaemonContext: Sendable {
         } catch {
             throw DaemonError(.stateUnusable, "\(configuration.stateDirectory): \(error)")
         }
+        let store: DaemonStore
+        do throws(DaemonStoreError) {
+            store = try DaemonStore(path: configuration.resolve(DaemonStore.fileName))
+        } catch {
+            throw DaemonError(error.code == .unavailable ? .stateUnusable : .stateSchema, error.description)
+        }
         let identity = try await DeviceIdentity.prepare(configuration, ledger: client, clock: clock)
         let (session, control): (BlueZSession, DBusConnection)
         do {
@@ -43,7 +51,7 @@ public struct DaemonContext: Sendable {
         }
         let adapter = try await waitForAdapter(configuration.adapter, session: session)
         return DaemonContext(
-            configuration: configuration, logger: logger, identity: identity,
+            configuration: configuration, logger: logger, identity: identity, store: store,
             ledger: client.with(identity.ledgerCredentials), adapter: adapter, control: control, clock: clock)
     }
 

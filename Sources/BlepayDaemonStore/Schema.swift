@@ -1,0 +1,47 @@
+import GRDB
+
+/// The state file's schema, one registered migration per version. GRDB runs each migration in its own transaction;
+/// a version this build does not know stops it before any is run.
+enum Schema {
+    static func migrate(_ queue: DatabaseQueue, path: String) throws(DaemonStoreError) {
+        let migrator = migrator
+        do {
+            if try queue.read({ db in try migrator.hasBeenSuperseded(db) }) {
+                throw DaemonStoreError(.newerSchema, "\(path) was written by a newer blepay; it is left as it is")
+            }
+            try migrator.migrate(queue)
+        } catch let error as DaemonStoreError {
+            throw error
+        } catch {
+            throw DaemonStoreError(.migrationFailed, "\(path): \(error); it was left as it was")
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("1 vouchers") { db in
+            // One row per voucher the ledger issued to this device; `uses` and `spent` only ever grow.
+            try db.execute(sql: """
+                CREATE TABLE vouchers (
+                    id BLOB PRIMARY KEY NOT NULL,
+                    encoded BLOB NOT NULL,
+                    currency TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    uses INTEGER NOT NULL DEFAULT 0,
+                    spent INTEGER NOT NULL DEFAULT 0,
+                    voided_at INTEGER
+                ) STRICT;
+                CREATE TABLE voucher_uses (
+                    voucher_id BLOB NOT NULL REFERENCES vouchers(id),
+                    sequence INTEGER NOT NULL,
+                    payment_id BLOB NOT NULL UNIQUE,
+                    total INTEGER NOT NULL,
+                    spent_before INTEGER NOT NULL,
+                    signed_at INTEGER NOT NULL,
+                    PRIMARY KEY (voucher_id, sequence)
+                ) STRICT;
+                """)
+        }
+        return migrator
+    }
+}
