@@ -42,6 +42,31 @@ enum Schema {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("2 settlement queue") { db in
+            // The business's payments accepted offline, until the ledger has settled or refused each; and the
+            // batches they go to the ledger in, each with the idempotency key it is sent (and resent) under.
+            try db.execute(sql: """
+                CREATE TABLE settlement_batches (
+                    id INTEGER PRIMARY KEY,
+                    idempotency_key TEXT NOT NULL UNIQUE,
+                    created_at INTEGER NOT NULL,
+                    closed_at INTEGER
+                ) STRICT;
+                CREATE TABLE offline_payments (
+                    payment_id BLOB PRIMARY KEY NOT NULL,
+                    request BLOB NOT NULL,
+                    acceptance BLOB NOT NULL,
+                    currency TEXT NOT NULL,
+                    total INTEGER NOT NULL,
+                    queued_at INTEGER NOT NULL,
+                    batch_id INTEGER REFERENCES settlement_batches(id),
+                    batch_position INTEGER,
+                    outcome TEXT,
+                    ended_at INTEGER
+                ) STRICT;
+                CREATE INDEX offline_payments_waiting ON offline_payments (queued_at) WHERE outcome IS NULL;
+                """)
+        }
         return migrator
     }
 }

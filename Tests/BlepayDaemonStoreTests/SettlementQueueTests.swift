@@ -1,0 +1,79 @@
+import BlepayDaemonStore
+import BlepayProtocol
+import Foundation
+import Testing
+
+/// The business's offline payments on a real SQLite file: kept before they are reported, sent in batches that are
+/// resent item for item under one key until answered, and ended only by the ledger's answer.
+@Suite struct SettlementQueueTests {
+    let f: WalletFixture
+
+    init() throws { f = try WalletFixture() }
+
+    func queue() throws -> SettlementQueue { SettlementQueue(store: try DaemonStore(path: f.path)) }
+
+    func pair(_ amount: UInt64, tip: UInt64 = 0, id: PaymentID = .random())
+        throws -> (PaymentRequest, PaymentAcceptance)
+    {
+        let request = try PaymentRequest(
+            paymentID: id, amount: eur(amount), reference: nil, merchantID: "m_cafe", merchantName: "Café",
+            createdAt: f.now, expiresAt: f.later(minutes: 2), businessOnline: false, signature: .unsigned)
+        let acceptance = try PaymentAcceptance(
+            paymentID: id, amount: eur(amount), tipMinorUnits: tip, instrumentID: "card-1", delegatedInstrument: false,
+            createdAt: f.now, requestHash: try Hash32(Array(repeating: 1, count: 32)),
+            sessionHash: try Hash32(Array(repeating: 2, count: 32)), customerKey: f.deviceKey, preAuthorization: nil,
+            signature: .unsigned)
+        return (request, acceptance)
+    }
+
+    @Test func aBatchIsHandedOutAgainUnchangedUntilItsAnswerCloses() throws {
+        let (r1, a1) = try pair(1_000)
+        let (r2, a2) = try pair(250, tip: 50)
+        try queue().enqueue(r1, a1, at: f.now)
+        try queue().enqueue(r2, a2, at: f.later(minutes: 1))
+        let first = try #require(try queue().batch(at: f.later(minutes: 2)))
+        #expect(first.items.map(\.request.paymentID) == [r1.paymentID, r2.paymentID])
+        #expect(first.items.map(\.acceptance) == [a1, a2])
+
+        // Queued while the batch is out: it waits for the next one. A new process gets the same batch back.
+        let (r3, a3) = try pair(700)
+        try queue().enqueue(r3, a3, at: f.later(minutes: 3))
+        #expect(try queue().batch(at: f.later(minutes: 4)) == first)
+        #expect(try queue().summary() == .init(count: 3, totals: ["EUR": 2_000], oldest: f.now))
+
+        // Settled, refused, and one the ledger could not decide yet: it goes out again, under a new key.
+        try queue().close(first, outcomes: [r1.paymentID: .settled], at: f.later(minutes: 5))
+        #expect(try queue().outcome(of: r1.paymentID) == .settled)
+        #expect(try queue().outcome(of: r2.paymentID) == nil)
+        let second = try #require(try queue().batch(at: f.later(minutes: 6)))
+        #expect(second.idempotencyKey != first.idempotencyKey)
+        #expect(Set(second.items.map(\.request.paymentID)) == [r2.paymentID, r3.paymentID])
+        try queue().close(second, outcomes: [r2.paymentID: .refused("voucher_voided"), r3.paymentID: .settled], at: f.later(minutes: 7))
+        #expect(try queue().outcome(of: r2.paymentID) == .refused("voucher_voided"))
+        #expect(try queue().batch(at: f.later(minutes: 8)) == nil)
+        #expect(try queue().summary() == .init(count: 0, totals: [:], oldest: nil))
+    }
+
+    @Test func aPaymentIsKeptOnceAndAnotherAcceptanceOfItIsRefused() throws {
+        let (request, acceptance) = try pair(1_000)
+        try queue().enqueue(request, acceptance, at: f.now)
+        try queue().enqueue(request, acceptance, at: f.later(minutes: 1))
+        let (_, other) = try pair(1_000, tip: 100, id: request.paymentID)
+        let error = #expect(throws: QueueError.self) { try queue().enqueue(request, other, at: f.now) }
+        #expect(error?.code == .conflict)
+        let (_, foreign) = try pair(1_000)
+        #expect(throws: QueueError.self) { try queue().enqueue(request, foreign, at: f.now) }
+        #expect(try queue().summary().count == 1)
+    }
+
+    @Test func aBatchCarriesAtMostTheLedgersLimit() throws {
+        for minute in 0..<(SettlementQueue.batchLimit + 5) {
+            let (request, acceptance) = try pair(10)
+            try queue().enqueue(request, acceptance, at: f.later(minutes: UInt64(minute)))
+        }
+        let first = try #require(try queue().batch(at: f.now))
+        #expect(first.items.count == SettlementQueue.batchLimit)
+        try queue().close(first, outcomes: Dictionary(uniqueKeysWithValues: first.items.map { ($0.request.paymentID, .settled) }), at: f.now)
+        #expect(try queue().batch(at: f.now)?.items.count == 5)
+    }
+}
