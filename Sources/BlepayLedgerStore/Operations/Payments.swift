@@ -91,6 +91,10 @@ extension LedgerOperations {
         let isCustomer = device.accountKind == .customer && device.signingKey == acceptance.customerKey
         guard device.account == stored.merchant || isCustomer else { throw APIError.notFound("payment") }
         if stored.payment.acceptance == acceptance { return try resource(stored) }
+        // Paid by another payer already: offline from a voucher (an online payer is the payment's own status).
+        guard try payer(tx, merchant: stored.merchant, payment: acceptance.paymentID) == nil else {
+            throw APIError(LedgerError(.invalidStatus, "payment \(acceptance.paymentID) was paid by another payer"))
+        }
 
         guard let instrument = try tx.row(
             """
@@ -110,6 +114,7 @@ extension LedgerOperations {
             try stored.payment.execute(in: &journal, at: now)
         } catch { throw APIError(error) }
         stored.customer = try instrument.text(2)
+        try recordPayer(tx, Self.payer(instrument: acceptance.instrumentID), merchant: stored.merchant, payment: acceptance.paymentID)
         try Books.save(tx, journal, at: now, last: [Self.merchantBook(stored.merchant)])
         try update(tx, stored, at: now)
         return try resource(stored)
