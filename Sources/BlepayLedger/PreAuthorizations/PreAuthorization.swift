@@ -27,6 +27,8 @@ public struct PreAuthorization: Sendable, Hashable {
         case amountMismatch = "amount_mismatch"
         /// The voucher's use number was already spent on another payment: the customer signed a double spend.
         case sequenceReused = "sequence_reused"
+        /// The merchant cancelled the request at the ledger.
+        case requestCancelled = "request_cancelled"
         /// The merchant's payment id was already paid by another payer: online, or from another voucher.
         case paymentConflict = "payment_conflict"
         /// The item is not a well-formed request and acceptance.

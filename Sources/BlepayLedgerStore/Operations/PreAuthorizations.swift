@@ -90,6 +90,10 @@ extension LedgerOperations {
         if otherMerchant || (recorded != nil && recorded != payer) {
             return SettlementResults.Item(paymentId: paymentID, result: .paymentConflict)
         }
+        let status = try tx.row("SELECT status FROM payments WHERE id = ? AND merchant = ?", [.text(paymentID), .text(request.merchantID)])
+        if try status?.text(0) == LedgerPayment.Status.cancelled.rawValue {
+            return SettlementResults.Item(paymentId: paymentID, result: .requestCancelled)
+        }
         let merchant = Self.merchantBook(request.merchantID)
         var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [merchant])
         let result = preAuthorization.settle(
