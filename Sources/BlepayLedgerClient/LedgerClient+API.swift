@@ -62,8 +62,10 @@ extension LedgerClient {
             operation: "accept-\(acceptance.paymentID)-\(acceptance.signature.bytes.prefix(8).hex)")
     }
 
-    public func cancelPayment(_ id: PaymentID) async throws(LedgerClientError) -> PaymentResource {
-        try await post("/v1/payments/\(id)/cancel", Empty(), operation: "cancel-\(id)")
+    /// Cancels a payment; with its request, also one the ledger has not seen, so that nobody can pay it later.
+    public func cancelPayment(_ id: PaymentID, request: PaymentRequest? = nil) async throws(LedgerClientError) -> PaymentResource {
+        try await post("/v1/payments/\(id)/cancel", PaymentCancellation(request: request.map { Self.base64($0.encoded) }),
+            operation: "cancel-\(id)")
     }
 
     /// The payment; with `waitingWhile`, the ledger holds the answer (up to `seconds`, at most 10) while the status

@@ -66,7 +66,9 @@ extension LedgerAPI {
                 device: try call.device, at: call.now, signatures: call.signatures)
         }
         route(router, .post, "/v1/payments/:id/cancel", .device) { call, tx in
-            try operations.cancelPayment(tx, id: call.parameter("id"), device: try call.device, at: call.now)
+            // Without a body, a cancel of a payment the ledger knows, as before the body existed.
+            let body = call.body.isEmpty ? PaymentCancellation(request: nil) : try call.decode(PaymentCancellation.self)
+            return try operations.cancelPayment(tx, id: call.parameter("id"), body, device: try call.device, at: call.now)
         }
         route(router, .post, "/v1/pre-authorizations", .device, success: 201) { call, tx in
             try operations.createPreAuthorization(tx, try call.decode(CreatePreAuthorization.self),

@@ -28,7 +28,7 @@ import Testing
 
     /// An offline payment as a customer signs it: request by the merchant, acceptance presenting the voucher.
     func offlinePayment(_ n: UInt8, amount: UInt64, sequence: UInt32, voucher: PreAuthorizationVoucher,
-        at created: Timestamp? = nil, signer: SigningKey? = nil) -> (PaymentRequest, PaymentAcceptance)
+        at created: Timestamp? = nil, acceptedAt: Timestamp? = nil, signer: SigningKey? = nil) -> (PaymentRequest, PaymentAcceptance)
     {
         let created = created ?? t0.adding(milliseconds: 1_000)
         let request = try! PaymentRequest(
@@ -39,7 +39,7 @@ import Testing
         let signer = signer ?? deviceKey
         let acceptance = try! PaymentAcceptance(
             paymentID: request.paymentID, amount: request.amount, tipMinorUnits: 0, instrumentID: "card-1",
-            delegatedInstrument: false, createdAt: created, requestHash: request.hash,
+            delegatedInstrument: false, createdAt: acceptedAt ?? created, requestHash: request.hash,
             sessionHash: Hash32(Array(repeating: 3, count: 32)), customerKey: signer.publicKey,
             preAuthorization: PreAuthorizationPresentation(voucher: voucher, sequence: sequence, spentBeforeMinorUnits: 0),
             signature: Signature64(Array(repeating: 0, count: 64))
@@ -99,6 +99,25 @@ import Testing
         #expect(preAuthorization.settle(late.0, late.1, merchantKey: merchantKey.publicKey, merchant: cafe,
             ledgerKeys: ledgerKeys, journal: &journal) == .voucherExpired)
         #expect(journal.balance(of: cafe, in: "EUR").posted == 0)
+    }
+
+    @Test func validityIsJudgedOnTheMerchantSignedRequestTimeNotTheCustomersClock() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        func settle(_ payment: (PaymentRequest, PaymentAcceptance)) -> PreAuthorization.Settlement {
+            preAuthorization.settle(payment.0, payment.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+                ledgerKeys: ledgerKeys, journal: &journal)
+        }
+        let epoch = Timestamp(millisecondsSince1970: 0)
+        // Requested after expiry, accepted "in 1970" by the customer's clock.
+        #expect(settle(offlinePayment(1, amount: 100, sequence: 1, voucher: voucher, at: voucher.expiresAt, acceptedAt: epoch))
+            == .voucherExpired)
+        #expect(settle(offlinePayment(2, amount: 100, sequence: 1, voucher: voucher, at: Timestamp(millisecondsSince1970: t0.millisecondsSince1970 - 1),
+            acceptedAt: t0.adding(milliseconds: 1_000))) == .voucherNotYetValid)
+        // Requested within the window, accepted with a customer clock far ahead: the request's time rules.
+        #expect(settle(offlinePayment(3, amount: 100, sequence: 1, voucher: voucher, at: t0.adding(milliseconds: 1_000),
+            acceptedAt: voucher.expiresAt.adding(milliseconds: day))) == .settled)
+        #expect(journal.balance(of: cafe, in: "EUR").posted == 100)
     }
 
     @Test func voidingOrExpiryReturnsTheRestAndEndsSettlement() throws {

@@ -112,9 +112,9 @@ public final class RunningLedger: Sendable {
     // MARK: signed messages
 
     public func request(by merchant: Party, amount: UInt64, currency: String = "EUR", expiresIn: UInt64 = 120_000,
-        online: Bool = true) throws -> PaymentRequest
+        online: Bool = true, createdAt: Timestamp? = nil) throws -> PaymentRequest
     {
-        let now = LedgerServer.systemClock()
+        let now = createdAt ?? LedgerServer.systemClock()
         return try PaymentRequest(
             paymentID: PaymentID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }),
             amount: Money(minorUnits: amount, currency: Currency(currency)), reference: "order-1",

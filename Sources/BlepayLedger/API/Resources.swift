@@ -187,6 +187,14 @@ public struct CreatePayment: Codable, Sendable, Hashable {
     public init(request: String) { self.request = request }
 }
 
+public struct PaymentCancellation: Codable, Sendable, Hashable {
+    /// The merchant-signed request (base64), when the ledger may not know the payment: cancelling records it, so
+    /// that it can be paid neither online nor offline.
+    public let request: String?
+
+    public init(request: String?) { self.request = request }
+}
+
 public struct AcceptPayment: Codable, Sendable, Hashable {
     /// The customer-signed acceptance (base64).
     public let acceptance: String

@@ -15,7 +15,10 @@ public struct PreAuthorization: Sendable, Hashable {
         /// This payment was settled before: nothing moved again.
         case alreadySettled = "already_settled"
         case voucherExceeded = "voucher_exceeded"
+        /// The merchant signed the request at or after the voucher's expiry.
         case voucherExpired = "voucher_expired"
+        /// The merchant signed the request before the voucher was issued.
+        case voucherNotYetValid = "voucher_not_yet_valid"
         case voucherVoided = "voucher_voided"
         /// The acceptance does not present this voucher.
         case unknownVoucher = "unknown_voucher"
@@ -24,6 +27,10 @@ public struct PreAuthorization: Sendable, Hashable {
         case amountMismatch = "amount_mismatch"
         /// The voucher's use number was already spent on another payment: the customer signed a double spend.
         case sequenceReused = "sequence_reused"
+        /// The merchant cancelled the request at the ledger.
+        case requestCancelled = "request_cancelled"
+        /// The merchant's payment id was already paid by another payer: online, or from another voucher.
+        case paymentConflict = "payment_conflict"
         /// The item is not a well-formed request and acceptance.
         case malformed
     }
@@ -81,8 +88,8 @@ public struct PreAuthorization: Sendable, Hashable {
     }
 
     /// Settles one offline payment: the request signed by `merchantKey`, the acceptance signed by the voucher's
-    /// customer key for exactly that request, presenting this voucher with an unused sequence number, made before
-    /// the voucher expired, and within what is left of the limit.
+    /// customer key for exactly that request, presenting this voucher with an unused sequence number, requested
+    /// (by the merchant-signed request time) within the voucher's validity, and within what is left of the limit.
     public mutating func settle(
         _ request: PaymentRequest, _ acceptance: PaymentAcceptance, merchantKey: Key32, merchant: AccountID,
         ledgerKeys: TrustedLedgerKeys, journal: inout Journal
@@ -103,7 +110,11 @@ public struct PreAuthorization: Sendable, Hashable {
             return .amountMismatch
         }
         guard state != .voided else { return .voucherVoided }
-        guard state == .available, acceptance.createdAt < voucher.expiresAt else { return .voucherExpired }
+        guard state == .available else { return .voucherExpired }
+        // Judged on the time the merchant signed its request: the acceptance's time is the customer's own clock,
+        // which the customer, who gains from a late payment, controls.
+        guard request.createdAt >= voucher.issuedAt else { return .voucherNotYetValid }
+        guard request.createdAt < voucher.expiresAt else { return .voucherExpired }
         guard !uses.values.contains(where: { $0.sequence == presented.sequence }) else { return .sequenceReused }
         let total = acceptance.total.minorUnits
         guard spent + total <= voucher.limit.minorUnits else { return .voucherExceeded }

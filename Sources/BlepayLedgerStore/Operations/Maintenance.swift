@@ -70,8 +70,8 @@ extension LedgerOperations {
     }
 
     /// Everything wrong with the books: the journal's own checks (every transfer balanced, balances equal to the
-    /// transfers and holds, none below zero), and every payment and pre-authorization against the postings its
-    /// status implies. Empty when sound.
+    /// transfers and holds, none below zero), every payment and pre-authorization against the postings its
+    /// status implies, and one payer per payment across the online and offline paths. Empty when sound.
     public func audit(_ tx: any SQLTransaction) throws -> [String] {
         let journal = try Books.loadAll(tx)
         var problems = journal.audit()
@@ -83,7 +83,7 @@ extension LedgerOperations {
             guard let (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0), lock: false) else { continue }
             problems += Self.audit(preAuthorization, journal: journal)
         }
-        return problems
+        return problems + (try auditPayers(tx))
     }
 
     static func audit(_ payment: LedgerPayment, merchant: AccountID, journal: Journal) -> [String] {

@@ -91,6 +91,10 @@ extension LedgerOperations {
         let isCustomer = device.accountKind == .customer && device.signingKey == acceptance.customerKey
         guard device.account == stored.merchant || isCustomer else { throw APIError.notFound("payment") }
         if stored.payment.acceptance == acceptance { return try resource(stored) }
+        // Paid by another payer already: offline from a voucher (an online payer is the payment's own status).
+        guard try payer(tx, merchant: stored.merchant, payment: acceptance.paymentID) == nil else {
+            throw APIError(LedgerError(.invalidStatus, "payment \(acceptance.paymentID) was paid by another payer"))
+        }
 
         guard let instrument = try tx.row(
             """
@@ -110,15 +114,37 @@ extension LedgerOperations {
             try stored.payment.execute(in: &journal, at: now)
         } catch { throw APIError(error) }
         stored.customer = try instrument.text(2)
+        try recordPayer(tx, Self.payer(instrument: acceptance.instrumentID), merchant: stored.merchant, payment: acceptance.paymentID)
         try Books.save(tx, journal, at: now, last: [Self.merchantBook(stored.merchant)])
         try update(tx, stored, at: now)
         return try resource(stored)
     }
 
-    /// The business withdraws its request before anyone accepted it; cancelling twice is a no-op.
-    public func cancelPayment(_ tx: any SQLTransaction, id: String, device: Device, at now: Timestamp) throws -> PaymentResource {
-        guard var stored = try load(tx, try Self.paymentID(id)), stored.merchant == device.account else {
-            throw APIError.notFound("payment")
+    /// The business withdraws its request before anyone accepted it; cancelling twice is a no-op. A request the
+    /// ledger never saw (the business was offline, or left it to the customer to bring) is recorded when its
+    /// merchant-signed request comes with the cancel, so that neither path can pay it later.
+    public func cancelPayment(_ tx: any SQLTransaction, id: String, _ body: PaymentCancellation, device: Device, at now: Timestamp)
+        throws -> PaymentResource
+    {
+        let paymentID = try Self.paymentID(id)
+        var stored: StoredPayment
+        if let existing = try load(tx, paymentID) {
+            stored = existing
+        } else {
+            guard let requestText = body.request else { throw APIError.notFound("payment") }
+            let request = try Self.message("request", base64: requestText) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+            try Self.checkCreated(request, at: now)
+            guard request.paymentID == paymentID, request.merchantID == device.account,
+                try merchantKeys(tx, merchant: request.merchantID).contains(where: { key in
+                    isValidSignature(request.signature, of: request.signingBytes, by: key)
+                })
+            else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by a device of this merchant")) }
+            stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: request.merchantID, customer: nil)
+            try insert(tx, stored, at: now)
+        }
+        guard stored.merchant == device.account else { throw APIError.notFound("payment") }
+        guard try payer(tx, merchant: stored.merchant, payment: paymentID) == nil || stored.payment.status == .cancelled else {
+            throw APIError(LedgerError(.invalidStatus, "payment \(paymentID) was paid"))
         }
         if stored.payment.status != .cancelled {
             do { try stored.payment.cancel(at: now) } catch { throw APIError(error) }

@@ -57,8 +57,9 @@ extension LedgerOperations {
         return resource(preAuthorization)
     }
 
-    /// Settles offline payments, each on its own: a result per item, in order. Either party may send them, as
-    /// often as it likes: a payment settles once (`already_settled` after that).
+    /// Settles offline payments, each on its own: a result per item, in order, and no item's refusal fails
+    /// another. Either party may send them, as often as it likes: a payment settles once (`already_settled` after
+    /// that), and a payment its merchant was paid for by another payer is `payment_conflict`.
     public func settle(_ tx: any SQLTransaction, _ batch: SettlementBatch, device: Device, at now: Timestamp) throws -> SettlementResults {
         guard (1...Self.maximumSettlementItems).contains(batch.items.count) else {
             throw APIError.invalid("items", "count", "a batch has 1 to \(Self.maximumSettlementItems) items")
@@ -81,6 +82,18 @@ extension LedgerOperations {
         guard let merchantKey = try merchantKeys(tx, merchant: request.merchantID).first(where: { key in
             isValidSignature(request.signature, of: request.signingBytes, by: key)
         }) else { return SettlementResults.Item(paymentId: paymentID, result: .badSignature) }
+        let payer = Self.payer(voucher: voucherID.description)
+        // Offline transfers are named by payment id alone, so another merchant's settled id is a conflict too.
+        let otherMerchant = try tx.row("SELECT 1 FROM pre_authorization_uses WHERE payment = ? AND merchant <> ?",
+            [.text(paymentID), .text(request.merchantID)]) != nil
+        let recorded = try self.payer(tx, merchant: request.merchantID, payment: request.paymentID)
+        if otherMerchant || (recorded != nil && recorded != payer) {
+            return SettlementResults.Item(paymentId: paymentID, result: .paymentConflict)
+        }
+        let status = try tx.row("SELECT status FROM payments WHERE id = ? AND merchant = ?", [.text(paymentID), .text(request.merchantID)])
+        if try status?.text(0) == LedgerPayment.Status.cancelled.rawValue {
+            return SettlementResults.Item(paymentId: paymentID, result: .requestCancelled)
+        }
         let merchant = Self.merchantBook(request.merchantID)
         var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [merchant])
         let result = preAuthorization.settle(
@@ -95,6 +108,7 @@ extension LedgerOperations {
                 """,
                 [.text(voucherID.description), .text(paymentID), .integer(Int64(use.sequence)), .integer(Int64(use.total)),
                  .text(request.merchantID), .blob(request.encoded), .blob(acceptance.encoded), now.sqlValue])
+            try recordPayer(tx, payer, merchant: request.merchantID, payment: request.paymentID)
         }
         return SettlementResults.Item(paymentId: paymentID, result: result)
     }

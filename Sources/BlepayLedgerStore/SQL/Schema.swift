@@ -50,7 +50,18 @@ enum Schema {
         CREATE TABLE nonces (
             device TEXT NOT NULL, nonce TEXT NOT NULL, seen_at INTEGER NOT NULL, PRIMARY KEY (device, nonce));
         CREATE INDEX nonces_age ON nonces (seen_at);
+        """,
+        // One payer per merchant's payment id across the online and offline paths; existing payments are
+        // recorded first online, then offline, and a payment already paid both ways is left for the audit.
         """
+        CREATE TABLE payment_payers (
+            merchant TEXT NOT NULL, payment TEXT NOT NULL, payer TEXT NOT NULL, PRIMARY KEY (merchant, payment));
+        INSERT INTO payment_payers (merchant, payment, payer)
+            SELECT merchant, id, 'instrument:' || instrument FROM payments WHERE status IN ('executed', 'settled');
+        INSERT INTO payment_payers (merchant, payment, payer)
+            SELECT merchant, payment, 'voucher:' || pre_authorization FROM pre_authorization_uses u WHERE NOT EXISTS (
+                SELECT 1 FROM payment_payers r WHERE r.merchant = u.merchant AND r.payment = u.payment);
+        """,
     ]
 
     /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers and bytes differently.
