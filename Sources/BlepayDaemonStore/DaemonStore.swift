@@ -29,12 +29,21 @@ public final class DaemonStore: Sendable {
         self.queue = queue
     }
 
-    /// Runs `body` in one immediate transaction, committed (and on disk) before this returns.
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.write(body)
+    /// Runs `body` in one transaction, committed (and on disk) before this returns; any failure is reported as
+    /// `failure` says, naming the state file's error.
+    func write<T, E: Error>(failing failure: (String) -> E, _ body: (Database) throws -> T) throws(E) -> T {
+        do {
+            return try queue.write(body)
+        } catch {
+            throw failure("the state file failed: \(error)")
+        }
     }
 
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.read(body)
+    func read<T, E: Error>(failing failure: (String) -> E, _ body: (Database) throws -> T) throws(E) -> T {
+        do {
+            return try queue.read(body)
+        } catch {
+            throw failure("the state file failed: \(error)")
+        }
     }
 }

@@ -45,6 +45,7 @@ public struct SettlementQueue: Sendable {
     public static let batchLimit = 100
 
     private let store: DaemonStore
+    private static func failure(_ why: String) -> QueueError { QueueError(.storage, why) }
 
     public init(store: DaemonStore) { self.store = store }
 
@@ -56,23 +57,21 @@ public struct SettlementQueue: Sendable {
         guard request.paymentID == acceptance.paymentID else {
             throw QueueError(.conflict, "the acceptance is of payment \(acceptance.paymentID), not \(request.paymentID)")
         }
-        let conflict = try storage {
-            try store.write { db -> Bool in
-                let id = Data(request.paymentID.bytes)
-                if let kept = try Data.fetchOne(db, sql: "SELECT acceptance FROM offline_payments WHERE payment_id = ?", arguments: [id]) {
-                    return kept != Data(acceptance.encoded)
-                }
-                try db.execute(
-                    sql: """
-                        INSERT INTO offline_payments (payment_id, request, acceptance, currency, total, queued_at)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        id, Data(request.encoded), Data(acceptance.encoded), acceptance.total.currency.code,
-                        Int64(acceptance.total.minorUnits), Int64(now.millisecondsSince1970),
-                    ])
-                return false
+        let conflict = try store.write(failing: Self.failure) { db -> Bool in
+            let id = Data(request.paymentID.bytes)
+            if let kept = try Data.fetchOne(db, sql: "SELECT acceptance FROM offline_payments WHERE payment_id = ?", arguments: [id]) {
+                return kept != Data(acceptance.encoded)
             }
+            try db.execute(
+                sql: """
+                    INSERT INTO offline_payments (payment_id, request, acceptance, currency, total, queued_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    id, Data(request.encoded), Data(acceptance.encoded), acceptance.total.currency.code,
+                    Int64(acceptance.total.minorUnits), Int64(now.millisecondsSince1970),
+                ])
+            return false
         }
         if conflict { throw QueueError(.conflict, "payment \(request.paymentID) is queued with another acceptance") }
     }
@@ -80,84 +79,76 @@ public struct SettlementQueue: Sendable {
     /// The batch to send: the one sent before and not yet answered, or else a new one of the payments waiting longest
     /// (nil if none waits).
     public func batch(at now: Timestamp) throws(QueueError) -> Batch? {
-        try storage {
-            try store.write { db -> Batch? in
-                if let open = try Row.fetchOne(db, sql: "SELECT id, idempotency_key FROM settlement_batches WHERE closed_at IS NULL") {
-                    return try Self.batch(id: open["id"], key: open["idempotency_key"], in: db)
-                }
-                let waiting = try Data.fetchAll(
-                    db,
-                    sql: """
-                        SELECT payment_id FROM offline_payments WHERE outcome IS NULL AND batch_id IS NULL
-                        ORDER BY queued_at, payment_id LIMIT ?
-                        """,
-                    arguments: [Self.batchLimit])
-                guard !waiting.isEmpty else { return nil }
-                let key = "settle-\(UUID().uuidString.lowercased())"
-                try db.execute(
-                    sql: "INSERT INTO settlement_batches (idempotency_key, created_at) VALUES (?, ?)",
-                    arguments: [key, Int64(now.millisecondsSince1970)])
-                let id = db.lastInsertedRowID
-                for (position, payment) in waiting.enumerated() {
-                    try db.execute(
-                        sql: "UPDATE offline_payments SET batch_id = ?, batch_position = ? WHERE payment_id = ?",
-                        arguments: [id, position, payment])
-                }
-                return try Self.batch(id: id, key: key, in: db)
+        try store.write(failing: Self.failure) { db -> Batch? in
+            if let open = try Row.fetchOne(db, sql: "SELECT id, idempotency_key FROM settlement_batches WHERE closed_at IS NULL") {
+                return try Self.batch(id: open["id"], key: open["idempotency_key"], in: db)
             }
+            let waiting = try Data.fetchAll(
+                db,
+                sql: """
+                    SELECT payment_id FROM offline_payments WHERE outcome IS NULL AND batch_id IS NULL
+                    ORDER BY queued_at, payment_id LIMIT ?
+                    """,
+                arguments: [Self.batchLimit])
+            guard !waiting.isEmpty else { return nil }
+            let key = "settle-\(UUID().uuidString.lowercased())"
+            try db.execute(
+                sql: "INSERT INTO settlement_batches (idempotency_key, created_at) VALUES (?, ?)",
+                arguments: [key, Int64(now.millisecondsSince1970)])
+            let id = db.lastInsertedRowID
+            for (position, payment) in waiting.enumerated() {
+                try db.execute(
+                    sql: "UPDATE offline_payments SET batch_id = ?, batch_position = ? WHERE payment_id = ?",
+                    arguments: [id, position, payment])
+            }
+            return try Self.batch(id: id, key: key, in: db)
         }
     }
 
     /// Applies the ledger's answer to `batch` and closes it: each payment with an outcome has ended; one without
     /// (the ledger could not decide it yet) waits for the next batch.
     public func close(_ batch: Batch, outcomes: [PaymentID: Outcome], at now: Timestamp) throws(QueueError) {
-        try storage {
-            try store.write { db in
-                for item in batch.items {
-                    let id = Data(item.request.paymentID.bytes)
-                    switch outcomes[item.request.paymentID] {
-                    case .settled?:
-                        try Self.end(id, "settled", at: now, in: db)
-                    case .refused(let code)?:
-                        try Self.end(id, code, at: now, in: db)
-                    case nil:
-                        try db.execute(
-                            sql: "UPDATE offline_payments SET batch_id = NULL, batch_position = NULL WHERE payment_id = ?",
-                            arguments: [id])
-                    }
+        try store.write(failing: Self.failure) { db in
+            for item in batch.items {
+                let id = Data(item.request.paymentID.bytes)
+                switch outcomes[item.request.paymentID] {
+                case .settled?:
+                    try Self.end(id, "settled", at: now, in: db)
+                case .refused(let code)?:
+                    try Self.end(id, code, at: now, in: db)
+                case nil:
+                    try db.execute(
+                        sql: "UPDATE offline_payments SET batch_id = NULL, batch_position = NULL WHERE payment_id = ?",
+                        arguments: [id])
                 }
-                try db.execute(
-                    sql: "UPDATE settlement_batches SET closed_at = ? WHERE id = ? AND closed_at IS NULL",
-                    arguments: [Int64(now.millisecondsSince1970), batch.id])
             }
+            try db.execute(
+                sql: "UPDATE settlement_batches SET closed_at = ? WHERE id = ? AND closed_at IS NULL",
+                arguments: [Int64(now.millisecondsSince1970), batch.id])
         }
     }
 
     /// The payments not settled or refused yet.
     public func summary() throws(QueueError) -> Summary {
-        try storage {
-            try store.read { db in
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT currency, count(*) AS n, sum(total) AS total, min(queued_at) AS oldest
-                        FROM offline_payments WHERE outcome IS NULL GROUP BY currency
-                        """)
-                let oldest = rows.compactMap { $0["oldest"] as Int64? }.min()
-                return Summary(
-                    count: rows.reduce(0) { $0 + ($1["n"] as Int) },
-                    totals: Dictionary(uniqueKeysWithValues: rows.map { ($0["currency"] as String, UInt64($0["total"] as Int64)) }),
-                    oldest: oldest.map { Timestamp(millisecondsSince1970: UInt64($0)) })
-            }
+        try store.read(failing: Self.failure) { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT currency, count(*) AS n, sum(total) AS total, min(queued_at) AS oldest
+                    FROM offline_payments WHERE outcome IS NULL GROUP BY currency
+                    """)
+            let oldest = rows.compactMap { $0["oldest"] as Int64? }.min()
+            return Summary(
+                count: rows.reduce(0) { $0 + ($1["n"] as Int) },
+                totals: Dictionary(uniqueKeysWithValues: rows.map { ($0["currency"] as String, UInt64($0["total"] as Int64)) }),
+                oldest: oldest.map { Timestamp(millisecondsSince1970: UInt64($0)) })
         }
     }
 
     /// How the ledger ended the payment: nil while it waits.
     public func outcome(of payment: PaymentID) throws(QueueError) -> Outcome? {
-        let code = try storage {
-            try store.read { db in
-                try String.fetchOne(db, sql: "SELECT outcome FROM offline_payments WHERE payment_id = ?", arguments: [Data(payment.bytes)])
-            }
+        let code = try store.read(failing: Self.failure) { db in
+            try String.fetchOne(db, sql: "SELECT outcome FROM offline_payments WHERE payment_id = ?", arguments: [Data(payment.bytes)])
         }
         return code.map { $0 == "settled" ? .settled : .refused($0) }
     }
@@ -180,13 +171,6 @@ public struct SettlementQueue: Sendable {
         return Batch(id: id, idempotencyKey: key, items: items)
     }
 
-    private func storage<T>(_ body: () throws -> T) throws(QueueError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw QueueError(.storage, "the state file failed: \(error)")
-        }
-    }
 }
 
 /// Why the settlement queue refused.

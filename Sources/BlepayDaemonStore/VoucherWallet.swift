@@ -8,6 +8,7 @@ import GRDB
 /// its vouchers with it: they are unusable from then on, never reset.
 public struct VoucherWallet: Sendable {
     private let store: DaemonStore
+    private static func failure(_ why: String) -> WalletError { WalletError(.storage, why) }
     private let deviceKey: Key32
     private let trusted: TrustedLedgerKeys
 
@@ -26,35 +27,31 @@ public struct VoucherWallet: Sendable {
         guard let key = trusted.key(id: voucher.ledgerKeyID),
             isValidSignature(voucher.signature, of: voucher.signingBytes, by: key)
         else { throw WalletError(.foreignVoucher, "voucher \(voucher.voucherID) is not signed by a trusted ledger key") }
-        try storage {
-            try store.write { db in
-                try db.execute(
-                    sql: """
-                        INSERT INTO vouchers (id, encoded, currency, expires_at) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (id) DO NOTHING
-                        """,
-                    arguments: [
-                        Data(voucher.voucherID.bytes), Data(voucher.encoded), voucher.limit.currency.code,
-                        Int64(voucher.expiresAt.millisecondsSince1970),
-                    ])
-            }
+        try store.write(failing: Self.failure) { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO vouchers (id, encoded, currency, expires_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (id) DO NOTHING
+                    """,
+                arguments: [
+                    Data(voucher.voucherID.bytes), Data(voucher.encoded), voucher.limit.currency.code,
+                    Int64(voucher.expiresAt.millisecondsSince1970),
+                ])
         }
     }
 
     /// Every voucher held, soonest to expire first.
     public func vouchers() throws(WalletError) -> [StoredVoucher] {
-        try storage { try store.read { db in try Self.fetch(db) } }
+        try store.read(failing: Self.failure) { db in try Self.fetch(db) }
     }
 
     /// Stops the voucher's use at once (the ledger is told by the caller); its signed uses stay.
     public func void(_ id: FixedBytes<Bytes8>, at now: Timestamp) throws(WalletError) {
-        let changed = try storage {
-            try store.write { db in
-                try db.execute(
-                    sql: "UPDATE vouchers SET voided_at = coalesce(voided_at, ?) WHERE id = ?",
-                    arguments: [Int64(now.millisecondsSince1970), Data(id.bytes)])
-                return db.changesCount
-            }
+        let changed = try store.write(failing: Self.failure) { db in
+            try db.execute(
+                sql: "UPDATE vouchers SET voided_at = coalesce(voided_at, ?) WHERE id = ?",
+                arguments: [Int64(now.millisecondsSince1970), Data(id.bytes)])
+            return db.changesCount
         }
         guard changed == 1 else { throw WalletError(.unknownVoucher, "no voucher \(id) is held") }
     }
@@ -65,37 +62,35 @@ public struct VoucherWallet: Sendable {
     public func present(_ payment: PaymentID, total: Money, at now: Timestamp) throws(WalletError)
         -> PreAuthorizationPresentation
     {
-        let outcome: Result<PreAuthorizationPresentation, WalletError> = try storage {
-            try store.write { db in
-                if let earlier = try Self.use(of: payment, in: db) {
-                    guard earlier.total == total else {
-                        return .failure(WalletError(.alreadySigned, "payment \(payment) was signed for \(earlier.total)"))
-                    }
-                    return .success(earlier.presentation)
+        let outcome: Result<PreAuthorizationPresentation, WalletError> = try store.write(failing: Self.failure) { db in
+            if let earlier = try Self.use(of: payment, in: db) {
+                guard earlier.total == total else {
+                    return .failure(WalletError(.alreadySigned, "payment \(payment) was signed for \(earlier.total)"))
                 }
-                let held = try Self.fetch(db).filter { $0.voucher.limit.currency == total.currency }
-                guard !held.isEmpty else {
-                    return .failure(WalletError(.noVoucher, "no voucher in \(total.currency.code) is held"))
-                }
-                guard let chosen = held.first(where: { $0.covers(total, at: now) }) else {
-                    return .failure(WalletError(.insufficient, "no usable voucher in \(total.currency.code) covers \(total)"))
-                }
-                let presentation = try PreAuthorizationPresentation(
-                    voucher: chosen.voucher, sequence: chosen.uses + 1, spentBeforeMinorUnits: chosen.spentMinorUnits)
-                try db.execute(
-                    sql: """
-                        INSERT INTO voucher_uses (voucher_id, sequence, payment_id, total, spent_before, signed_at)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        Data(chosen.voucher.voucherID.bytes), Int64(presentation.sequence), Data(payment.bytes),
-                        Int64(total.minorUnits), Int64(chosen.spentMinorUnits), Int64(now.millisecondsSince1970),
-                    ])
-                try db.execute(
-                    sql: "UPDATE vouchers SET uses = uses + 1, spent = spent + ? WHERE id = ?",
-                    arguments: [Int64(total.minorUnits), Data(chosen.voucher.voucherID.bytes)])
-                return .success(presentation)
+                return .success(earlier.presentation)
             }
+            let held = try Self.fetch(db).filter { $0.voucher.limit.currency == total.currency }
+            guard !held.isEmpty else {
+                return .failure(WalletError(.noVoucher, "no voucher in \(total.currency.code) is held"))
+            }
+            guard let chosen = held.first(where: { $0.covers(total, at: now) }) else {
+                return .failure(WalletError(.insufficient, "no usable voucher in \(total.currency.code) covers \(total)"))
+            }
+            let presentation = try PreAuthorizationPresentation(
+                voucher: chosen.voucher, sequence: chosen.uses + 1, spentBeforeMinorUnits: chosen.spentMinorUnits)
+            try db.execute(
+                sql: """
+                    INSERT INTO voucher_uses (voucher_id, sequence, payment_id, total, spent_before, signed_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    Data(chosen.voucher.voucherID.bytes), Int64(presentation.sequence), Data(payment.bytes),
+                    Int64(total.minorUnits), Int64(chosen.spentMinorUnits), Int64(now.millisecondsSince1970),
+                ])
+            try db.execute(
+                sql: "UPDATE vouchers SET uses = uses + 1, spent = spent + ? WHERE id = ?",
+                arguments: [Int64(total.minorUnits), Data(chosen.voucher.voucherID.bytes)])
+            return .success(presentation)
         }
         return try outcome.get()
     }
@@ -129,11 +124,4 @@ public struct VoucherWallet: Sendable {
     }
 
     /// Runs `body`, its failures reported as the state file's.
-    private func storage<T>(_ body: () throws -> T) throws(WalletError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw WalletError(.storage, "the state file failed: \(error)")
-        }
-    }
 }
