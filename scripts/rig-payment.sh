@@ -24,10 +24,12 @@ a)
   sed -i '/^adapter = /a identity_lifetime_seconds = 20\nrenew_address = true' /etc/blepay/customer.toml
   printf '[General]\nPrivacy = device\n' > /etc/bluetooth/main.conf
   restart_bluetoothd
-  # The identity in use when the business restarts bluetoothd is old enough to be replaced once the link drops.
-  (sleep 25; touch "$out/a.identity-due") &
   start customer customer "$(ready_check org.blepay.Customer hci0 ActiveInstances)"
   await "blepayctl payments --customer" 60 || fail "the customer daemon did not start"
+  # The identity in use when the business restarts bluetoothd is old enough to be replaced once the link drops:
+  # counted from the first advertisement, which comes after the identity was made.
+  await "grep -q 'serving and advertising' '$out/a.customer.log'" 60 || fail "the customer daemon never advertised"
+  (sleep 25; touch "$out/a.identity-due") &
   blepayctl watch --customer --json > "$out/a.events.jsonl" &
   fund_card
   blepayctl instruments --json > "$out/instruments.before.json"
