@@ -29,6 +29,10 @@ public final class BlueZSession: Sendable {
     public let connection: DBusConnection
     public let logger: Logger
     private let state = Mutex(State())
+    /// Held while an event is applied and handed out, so that subscribers see events in mirror order. Never taken
+    /// by a stream's termination (`state` is): a subscriber cancelled while an event is yielded to it holds its
+    /// task's lock and waits for `state`, which the yield therefore must not hold.
+    private let publishing = Mutex(())
     private let watcher = Mutex<Task<Void, Never>?>(nil)
 
     /// Connects to a bus (the system bus by default) and loads bluetoothd's objects.
@@ -186,10 +190,17 @@ public final class BlueZSession: Sendable {
         }
     }
 
-    /// Applies an event to the mirror and hands it to every subscriber, in one critical section so that
-    /// subscribers see events in mirror order.
+    /// Applies an event to the mirror and hands it to every subscriber, one event at a time so that subscribers
+    /// see events in mirror order.
     private func publish(_ event: Event) {
         logger.trace("bluetoothd event", metadata: ["event": "\(event)"])
+        publishing.withLock { _ in
+            for subscriber in mirror(event) { subscriber.yield(event) }
+        }
+    }
+
+    /// Applies an event to the mirror; returns the subscribers to hand it to.
+    private func mirror(_ event: Event) -> [AsyncStream<Event>.Continuation] {
         state.withLock { state in
             switch event {
             case .added(let path, let interfaces):
@@ -206,7 +217,7 @@ public final class BlueZSession: Sendable {
             case .restarted, .vanished:
                 break
             }
-            for subscriber in state.subscribers.values { subscriber.yield(event) }
+            return Array(state.subscribers.values)
         }
     }
 

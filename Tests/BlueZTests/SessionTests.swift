@@ -78,6 +78,29 @@ import Testing
         #expect(f.session.properties(path, device1Interface)?["Connected"] == .boolean(true))
     }
 
+    /// Subscribers cancelled while events are handed to them: a cancelled stream leaves the session under its
+    /// task's lock, so handing out an event must not hold what leaving takes, or both wait for good.
+    @Test func subscribersCancelledDuringABurstStallNothing() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let path = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
+        _ = try await f.device(path)
+        let watched = f.session.events()
+        for round in 0..<60 {
+            let listeners = (0..<8).map { _ in
+                Task { [session = f.session] in for await _ in session.events() {} }
+            }
+            try await f.bluetoothd.set(path, device1Interface, "Connected", .boolean(round % 2 == 0))
+            for listener in listeners { listener.cancel() }
+        }
+        // The session still delivers, every change in order.
+        let seen = try await first(60, of: watched).map { event -> DBusValue? in
+            guard case .changed(path, device1Interface, let values) = event else { return nil }
+            return values["Connected"]
+        }
+        #expect(seen == (0..<60).map { DBusValue.boolean($0 % 2 == 0) })
+    }
+
     @Test func aRestartedBluetoothdIsReloaded() async throws {
         let f = try await BlueZFixture.make { bluetoothd in
             try await bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
