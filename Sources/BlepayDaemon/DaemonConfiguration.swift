@@ -34,8 +34,23 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var requestLifetimeSeconds = 120
     /// Business: the largest tip accepted, in percent of the amount.
     public var maximumTipPercent = 100
+    /// Business: what is taken while the ledger cannot be reached.
+    public var offline = Offline()
     /// Set when several daemons of a role share a host: the bus name gets it as its last element.
     public var instance: String?
+
+    /// Business: payments under customers' pre-authorizations while the ledger cannot be reached, and the merchant's
+    /// limits on them (amounts in minor units of `currency`, the one currency taken offline).
+    public struct Offline: Sendable, Hashable {
+        public var enabled = true
+        public var currency = "EUR"
+        public var maximumPayment = 5_000
+        public var maximumPendingCount = 100
+        public var maximumPendingTotal = 50_000
+        public var maximumPendingHours = 72
+        /// How often waiting payments are sent to the ledger, or the ledger is probed.
+        public var settleIntervalSeconds = 10
+    }
 
     /// The well-known name this daemon owns on the bus.
     public var busName: String { ControlAPI.busName(role, instance: instance) }
@@ -114,6 +129,19 @@ public struct DaemonConfiguration: Sendable, Hashable {
             try reader.section("payments") { section throws(ConfigurationError) in
                 try section.integer("request_lifetime_seconds", into: &configuration.requestLifetimeSeconds, in: 10...3600)
                 try section.integer("maximum_tip_percent", into: &configuration.maximumTipPercent, in: 0...1000)
+            }
+            try reader.section("offline") { section throws(ConfigurationError) in
+                try section.boolean("enabled", into: &configuration.offline.enabled)
+                try section.string("currency", into: &configuration.offline.currency)
+                guard (try? Currency(configuration.offline.currency)) != nil else {
+                    throw section.error("currency", "is an ISO 4217 currency code such as \"EUR\"")
+                }
+                let money = 1...1_000_000_000_000
+                try section.integer("maximum_payment", into: &configuration.offline.maximumPayment, in: money)
+                try section.integer("maximum_pending_count", into: &configuration.offline.maximumPendingCount, in: 1...10_000)
+                try section.integer("maximum_pending_total", into: &configuration.offline.maximumPendingTotal, in: money)
+                try section.integer("maximum_pending_hours", into: &configuration.offline.maximumPendingHours, in: 1...720)
+                try section.integer("settle_interval_seconds", into: &configuration.offline.settleIntervalSeconds, in: 1...3600)
             }
         }
         try reader.finish()

@@ -41,6 +41,21 @@ public struct SettlementQueue: Sendable {
         }
     }
 
+    /// The merchant's limits on what may wait for the ledger: a payment that would go past one is not kept.
+    public struct Limits: Sendable, Hashable {
+        public var maximumCount: Int
+        /// Per currency, amounts plus tips.
+        public var maximumTotalMinorUnits: UInt64
+        /// Once the oldest waiting payment is this old, nothing more is kept until the ledger is reached.
+        public var maximumAgeMilliseconds: UInt64
+
+        public init(maximumCount: Int, maximumTotalMinorUnits: UInt64, maximumAgeMilliseconds: UInt64) {
+            self.maximumCount = maximumCount
+            self.maximumTotalMinorUnits = maximumTotalMinorUnits
+            self.maximumAgeMilliseconds = maximumAgeMilliseconds
+        }
+    }
+
     /// Batches carry at most this many payments (the ledger's limit).
     public static let batchLimit = 100
 
@@ -50,17 +65,22 @@ public struct SettlementQueue: Sendable {
     public init(store: DaemonStore) { self.store = store }
 
     /// Keeps an accepted payment; keeping the same pair again changes nothing, and another acceptance of a payment
-    /// already kept is refused (`queue.conflict`).
-    public func enqueue(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp)
-        throws(QueueError)
-    {
+    /// already kept is refused (`queue.conflict`). With `limits`, a payment that would take what waits past one of
+    /// them is refused (`queue.limit-reached`), checked in the same transaction as the keeping.
+    public func enqueue(
+        _ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp, limits: Limits? = nil
+    ) throws(QueueError) {
         guard request.paymentID == acceptance.paymentID else {
             throw QueueError(.conflict, "the acceptance is of payment \(acceptance.paymentID), not \(request.paymentID)")
         }
-        let conflict = try store.write(failing: Self.failure) { db -> Bool in
+        let refusal = try store.write(failing: Self.failure) { db -> QueueError? in
             let id = Data(request.paymentID.bytes)
             if let kept = try Data.fetchOne(db, sql: "SELECT acceptance FROM offline_payments WHERE payment_id = ?", arguments: [id]) {
-                return kept != Data(acceptance.encoded)
+                return kept == Data(acceptance.encoded)
+                    ? nil : QueueError(.conflict, "payment \(request.paymentID) is queued with another acceptance")
+            }
+            if let limits, let reached = try Self.reached(limits, adding: acceptance.total, at: now, in: db) {
+                return QueueError(.limitReached, reached)
             }
             try db.execute(
                 sql: """
@@ -71,9 +91,33 @@ public struct SettlementQueue: Sendable {
                     id, Data(request.encoded), Data(acceptance.encoded), acceptance.total.currency.code,
                     Int64(acceptance.total.minorUnits), Int64(now.millisecondsSince1970),
                 ])
-            return false
+            return nil
         }
-        if conflict { throw QueueError(.conflict, "payment \(request.paymentID) is queued with another acceptance") }
+        if let refusal { throw refusal }
+    }
+
+    /// Which limit keeping `total` more would pass, if any.
+    private static func reached(_ limits: Limits, adding total: Money, at now: Timestamp, in db: Database) throws -> String? {
+        let waiting = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT count(*) AS n, min(queued_at) AS oldest,
+                    coalesce(sum(CASE WHEN currency = ? THEN total ELSE 0 END), 0) AS total
+                FROM offline_payments WHERE outcome IS NULL
+                """,
+            arguments: [total.currency.code])
+        let count: Int = waiting?["n"] ?? 0
+        let sum = UInt64(waiting?["total"] as Int64? ?? 0)
+        if count >= limits.maximumCount { return "\(count) payments wait for the ledger already" }
+        if sum + total.minorUnits > limits.maximumTotalMinorUnits {
+            return "\(sum) \(total.currency.code) waits for the ledger already"
+        }
+        if let oldest = waiting?["oldest"] as Int64?,
+            now.millisecondsSince1970 - min(now.millisecondsSince1970, UInt64(oldest)) >= limits.maximumAgeMilliseconds
+        {
+            return "the oldest payment has waited too long for the ledger"
+        }
+        return nil
     }
 
     /// The batch to send: the one sent before and not yet answered, or else a new one of the payments waiting longest
@@ -178,6 +222,8 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
         /// Another acceptance of a payment already queued.
         case conflict = "queue.conflict"
+        /// Keeping the payment would pass one of the merchant's limits on what waits for the ledger.
+        case limitReached = "queue.limit-reached"
         /// The state file failed.
         case storage = "queue.storage"
     }

@@ -20,6 +20,10 @@ public enum BusinessEvent: Sendable, Hashable {
     case failed(PaymentID, by: PeerID, PaymentError)
     case cancelled(PaymentID)
     case expired(PaymentID)
+    /// A payment accepted offline (finished with a pending receipt) was settled by the ledger.
+    case settled(PaymentID)
+    /// The ledger refused to settle a payment accepted offline, for good; its stable code says why.
+    case settlementRefused(PaymentID, PaymentError)
 }
 
 /// What the business machine asks its driver to do.
@@ -30,6 +34,9 @@ public enum BusinessAction: Sendable, Hashable {
     case execute(PaymentRequest, PaymentAcceptance)
     /// Look up the payment's status at the ledger (after an unknown outcome). Never an execution.
     case lookUpStatus(PaymentID)
+    /// Keep this acceptance, checked offline under its pre-authorization, for settlement once the ledger is back.
+    /// Asked at most once per payment; answered as an execution is, with a pending receipt.
+    case queue(PaymentRequest, PaymentAcceptance)
 }
 
 /// The ledger's answer to an execution or a status look-up.

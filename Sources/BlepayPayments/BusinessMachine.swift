@@ -29,6 +29,8 @@ public struct BusinessMachine: Sendable {
     }
 
     private let verifier: any AcceptanceVerifier
+    /// What is taken offline, for requests signed while the ledger could not be reached; nil: nothing is.
+    private let offline: OfflinePolicy?
     /// The largest tip accepted, in percent of the amount: a guard against a mistyped tip.
     private let maximumTipPercent: UInt64
     private var peers: [PeerID: PeerSession] = [:]
@@ -36,8 +38,11 @@ public struct BusinessMachine: Sendable {
         if case .ended = $0.phase { true } else { false }
     }
 
-    public init(verifier: any AcceptanceVerifier = SignatureVerifier(), maximumTipPercent: UInt64 = 100) {
+    public init(
+        verifier: any AcceptanceVerifier = SignatureVerifier(), offline: OfflinePolicy? = nil, maximumTipPercent: UInt64 = 100
+    ) {
         self.verifier = verifier
+        self.offline = offline
         self.maximumTipPercent = min(maximumTipPercent, 10_000)
     }
 
@@ -239,8 +244,22 @@ public struct BusinessMachine: Sendable {
         if let error = verifier.verify(acceptance, of: payment.request, session: session) {
             return refuseForGood(id, peer, error)
         }
+        // The signed request says who executes: the ledger through this business, or (offline) the queue.
+        let execution: BusinessAction
+        if payment.request.businessOnline {
+            guard acceptance.preAuthorization == nil else {
+                return refuseForGood(id, peer, PaymentError(.preAuthorizationInvalid, "an online request is paid online"))
+            }
+            execution = .execute(payment.request, acceptance)
+        } else {
+            guard let offline else {
+                return refuseForGood(id, peer, PaymentError(.ledgerOffline, "this business takes no offline payments"))
+            }
+            if let error = offline.verify(acceptance, of: payment.request) { return refuseForGood(id, peer, error) }
+            execution = .queue(payment.request, acceptance)
+        }
         payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
-        return [.emit(.accepted(id, by: peer, total: acceptance.total)), .execute(payment.request, acceptance)]
+        return [.emit(.accepted(id, by: peer, total: acceptance.total)), execution]
     }
 
     /// Refuses an acceptance that cannot be mended on this connection: the customer hears a failed result and is

@@ -206,6 +206,8 @@ struct Simulation {
                 if executing[id] != nil || lookingUp.contains(id) || executedInTruth[id] != nil { executedAgain.append(id) }
                 executing[acceptance.paymentID] = acceptance
             case .lookUpStatus(let id): lookingUp.insert(id)
+            // Every request here is online: one kept for offline settlement would be paid a second way.
+            case .queue(_, let acceptance): executedAgain.append(acceptance.paymentID)
             }
         }
     }

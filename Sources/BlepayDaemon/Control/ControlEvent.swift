@@ -13,6 +13,8 @@ public struct ControlEvent: Sendable, Hashable, Codable {
         case cancelled
         // The business's.
         case offered, declined, customerRefused, accepted, acceptanceRefused, outcomePending, finished, failed, expired
+        /// The business's, for a payment it finished offline (`receipt_status` pendingSettlement): the ledger's verdict.
+        case settled, settlementRefused
     }
 
     public var kind: Kind
@@ -96,6 +98,10 @@ public struct ControlEvent: Sendable, Hashable, Codable {
             details.add(error)
         case .cancelled(let payment): (kind, id) = (.cancelled, payment)
         case .expired(let payment): (kind, id) = (.expired, payment)
+        case .settled(let payment): (kind, id) = (.settled, payment)
+        case .settlementRefused(let payment, let error):
+            (kind, id) = (.settlementRefused, payment)
+            details.add(error)
         }
         self.init(kind: kind, paymentID: id.description, details: details)
     }

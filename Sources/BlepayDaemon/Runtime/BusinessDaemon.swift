@@ -1,5 +1,6 @@
 import BlepayBLE
 import BlepayConfiguration
+import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol
@@ -27,7 +28,7 @@ public enum BusinessDaemon {
         let service = BusinessService(
             links: BusinessService.Links(transport: transport) { try await transport.run { readiness.report("bluetooth") } },
             ledger: LedgerBackend(client: context.ledger), signer: context.identity.signingKey,
-            merchant: .init(id: certificate.merchantID, name: certificate.merchantName),
+            merchant: .init(id: certificate.merchantID, name: certificate.merchantName), offline: offline(context),
             settings: .init(
                 requestLifetimeSeconds: context.configuration.requestLifetimeSeconds,
                 maximumTipPercent: context.configuration.maximumTipPercent),
@@ -43,4 +44,21 @@ public enum BusinessDaemon {
             PaymentService(notify: notify, serve: { await service.runPayments() }, shutdown: { await service.shutdown() }),
         ]
     }
+}
+
+/// What the business takes while the ledger cannot be reached, kept in its state file until settled; nil when the
+/// configuration turns offline payments off.
+private func offline(_ context: DaemonContext) -> (policy: OfflinePolicy, settlement: OfflineSettlement)? {
+    let settings = context.configuration.offline
+    guard settings.enabled, let currency = try? Currency(settings.currency) else { return nil }
+    let limits = SettlementQueue.Limits(
+        maximumCount: settings.maximumPendingCount, maximumTotalMinorUnits: UInt64(settings.maximumPendingTotal),
+        maximumAgeMilliseconds: UInt64(settings.maximumPendingHours) * 3_600_000)
+    let settlement = OfflineSettlement(
+        queue: SettlementQueue(store: context.store), ledger: context.ledger,
+        settings: .init(interval: .seconds(settings.settleIntervalSeconds), limits: limits), clock: context.clock,
+        logger: context.logger)
+    let policy = OfflinePolicy(
+        trusted: context.trustedLedgerKeys, currency: currency, maximumPaymentMinorUnits: UInt64(settings.maximumPayment))
+    return (policy, settlement)
 }

@@ -27,7 +27,7 @@ public enum CustomerDaemon {
                 return CustomerService.Links(transport: transport) {
                     try await transport.run { readiness.report("bluetooth") }
                 }
-            }, signer: context.identity.signingKey, clock: context.clock, logger: context.logger)
+            }, signer: vouchers(context).signer(context.identity.signingKey), clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
             ControlService {

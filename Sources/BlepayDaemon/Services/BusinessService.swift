@@ -29,6 +29,7 @@ public actor BusinessService {
 
     private let links: Links
     private let driver: BusinessDriver
+    private let settlement: OfflineSettlement?
     private let settings: Settings
     private let logger: Logger
     private let relayed = AsyncStream<BusinessEvent>.makeStream()
@@ -37,14 +38,19 @@ public actor BusinessService {
 
     public init(
         links: Links, ledger: any PaymentLedger, signer: any RequestSigner, merchant: BusinessDriver.Merchant,
-        settings: Settings, clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        offline: (policy: OfflinePolicy, settlement: OfflineSettlement)? = nil, settings: Settings,
+        clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         self.links = links
         self.settings = settings
         self.logger = logger
+        settlement = offline?.settlement
         driver = BusinessDriver(
-            transport: links.transport, ledger: ledger, signer: signer, merchant: merchant,
-            maximumTipPercent: UInt64(settings.maximumTipPercent), clock: clock)
+            transport: links.transport, ledger: ledger, signer: signer,
+            offline: offline.map { policy, settlement in
+                BusinessDriver.Offline(policy: policy, queue: settlement) { settlement.ledgerReachable }
+            },
+            merchant: merchant, maximumTipPercent: UInt64(settings.maximumTipPercent), clock: clock)
     }
 
     /// Scans and serves customers until the calling task is cancelled (or the link layer fails, which is logged).
@@ -57,11 +63,15 @@ public actor BusinessService {
         }
     }
 
-    /// Runs the payments (offers, acceptances, the ledger) until the link layer ends or the task is cancelled, and
-    /// relays their events.
+    /// Runs the payments (offers, acceptances, the ledger, the settlement of those taken offline) until the link
+    /// layer ends or the task is cancelled, and relays their events.
     public func runPayments() async {
         let (driver, logger, relayed) = (driver, logger, relayed)
         await withTaskGroup(of: Void.self) { group in
+            if let settlement {
+                group.addTask { await settlement.run() }
+                group.addTask { for await event in settlement.events { relayed.continuation.yield(event) } }
+            }
             group.addTask { await driver.run() }
             group.addTask {
                 for await event in driver.events {

@@ -61,6 +61,14 @@ public struct CustomerVouchers: Sendable {
         }
     }
 
+    /// The signer of this device's acceptances: a request whose business is offline is paid under a voucher, its use
+    /// on disk before the acceptance is signed; any other as the ledger executes it.
+    public func signer(_ key: SigningKey) -> some AcceptanceSigner { VoucherSigner(key: key, vouchers: self) }
+
+    fileprivate func present(_ payment: PaymentID, total: Money) throws(PaymentError) -> PreAuthorizationPresentation {
+        try walletCall { () throws(WalletError) in try wallet.present(payment, total: total, at: clock()) }
+    }
+
     private func walletCall<T>(_ body: () throws(WalletError) -> T) throws(PaymentError) -> T {
         do throws(WalletError) {
             return try body()
@@ -72,5 +80,24 @@ public struct CustomerVouchers: Sendable {
             }
             throw PaymentError(code, error.description)
         }
+    }
+}
+
+private struct VoucherSigner: AcceptanceSigner {
+    let key: SigningKey
+    let vouchers: CustomerVouchers
+
+    func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, session: PeerSession) throws(PaymentError)
+        -> PaymentAcceptance
+    {
+        guard !request.businessOnline else { return try key.acceptance(of: request, terms: terms, session: session) }
+        let total: Money
+        do {
+            total = try Money(minorUnits: request.amount.minorUnits + terms.tipMinorUnits, currency: request.amount.currency)
+        } catch {
+            throw PaymentError(.amountMismatch, error.message)
+        }
+        return try key.acceptance(
+            of: request, terms: terms, session: session, presenting: try vouchers.present(request.paymentID, total: total))
     }
 }

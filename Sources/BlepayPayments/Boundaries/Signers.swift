@@ -31,12 +31,21 @@ extension SigningKey: RequestSigner, AcceptanceSigner {
     public func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, session: PeerSession)
         throws(PaymentError) -> PaymentAcceptance
     {
+        try acceptance(of: request, terms: terms, session: session, presenting: nil)
+    }
+
+    /// The same, under a pre-authorization when one is presented: it pays from the voucher's instrument.
+    public func acceptance(
+        of request: PaymentRequest, terms: AcceptanceTerms, session: PeerSession,
+        presenting presentation: PreAuthorizationPresentation?
+    ) throws(PaymentError) -> PaymentAcceptance {
         do {
             return try PaymentAcceptance(
                 paymentID: request.paymentID, amount: request.amount, tipMinorUnits: terms.tipMinorUnits,
-                instrumentID: terms.instrumentID, delegatedInstrument: terms.delegatedInstrument,
+                instrumentID: presentation?.voucher.instrumentID ?? terms.instrumentID,
+                delegatedInstrument: presentation == nil && terms.delegatedInstrument,
                 createdAt: terms.acceptedAt, requestHash: request.hash, sessionHash: session.sessionHash,
-                customerKey: publicKey, preAuthorization: nil, signature: .unsigned
+                customerKey: publicKey, preAuthorization: presentation, signature: .unsigned
             ).signed(by: self)
         } catch {
             throw PaymentError(.unexpected, "signing the acceptance failed: \(error)")

@@ -18,11 +18,14 @@ public actor BusinessDriver {
         case execute(PaymentRequest, PaymentAcceptance)
         case lookUp(PaymentID, after: Duration)
         case cancel(PaymentID)
+        case queue(PaymentRequest, PaymentAcceptance)
     }
 
     private var machine: BusinessMachine
     private let transport: any PaymentTransport
     private let ledger: any PaymentLedger
+    /// Where offline acceptances are kept, and whether the ledger can be reached now (what each request says).
+    private let offline: Offline?
     private let signer: any RequestSigner
     private let merchant: Merchant
     private let clock: @Sendable () -> Timestamp
@@ -36,13 +39,28 @@ public actor BusinessDriver {
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     public nonisolated let events: AsyncStream<BusinessEvent>
 
+    /// Payments taken while the ledger cannot be reached: under `policy`, kept in `queue`, and asked for while
+    /// `ledgerReachable` says no.
+    public struct Offline: Sendable {
+        public let policy: OfflinePolicy
+        public let queue: any OfflineQueue
+        public let ledgerReachable: @Sendable () -> Bool
+
+        public init(policy: OfflinePolicy, queue: any OfflineQueue, ledgerReachable: @escaping @Sendable () -> Bool) {
+            self.policy = policy
+            self.queue = queue
+            self.ledgerReachable = ledgerReachable
+        }
+    }
+
     public init(
         transport: any PaymentTransport, ledger: any PaymentLedger, signer: any RequestSigner,
-        verifier: any AcceptanceVerifier = SignatureVerifier(), merchant: Merchant, maximumTipPercent: UInt64 = 100,
-        lookUpInterval: Duration = .seconds(1), tickInterval: Duration = .seconds(1),
+        verifier: any AcceptanceVerifier = SignatureVerifier(), offline: Offline? = nil, merchant: Merchant,
+        maximumTipPercent: UInt64 = 100, lookUpInterval: Duration = .seconds(1), tickInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp
     ) {
-        machine = BusinessMachine(verifier: verifier, maximumTipPercent: maximumTipPercent)
+        machine = BusinessMachine(verifier: verifier, offline: offline?.policy, maximumTipPercent: maximumTipPercent)
+        self.offline = offline
         self.tickInterval = tickInterval
         self.transport = transport
         self.ledger = ledger
@@ -83,7 +101,7 @@ public actor BusinessDriver {
             draft = try PaymentRequest(
                 paymentID: .random(), amount: amount, reference: reference, merchantID: merchant.id,
                 merchantName: merchant.name, createdAt: now, expiresAt: now.adding(milliseconds: lifetimeMilliseconds),
-                businessOnline: true, signature: .unsigned)
+                businessOnline: offline?.ledgerReachable() ?? true, signature: .unsigned)
         } catch {
             throw PaymentError(.protocolViolation, error.message)
         }
@@ -129,6 +147,16 @@ public actor BusinessDriver {
             ledgerAnswered(id, await ledger.status(of: id))
         case .cancel(let id):
             await ledger.cancel(id)
+        case .queue(let request, let acceptance):
+            let id = request.paymentID
+            guard let offline,
+                let receipt = try? Receipt(
+                    paymentID: id, status: .pendingSettlement, transactionID: nil, amount: acceptance.amount,
+                    tipMinorUnits: acceptance.tipMinorUnits, issuedAt: clock(), ledgerSignature: nil)
+            else { return ledgerAnswered(id, .notExecuted(PaymentError(.ledgerOffline))) }
+            // Once kept on disk the payment is the customer's signed promise, settled when the ledger is back.
+            let refusal = await offline.queue.keep(request, acceptance)
+            ledgerAnswered(id, refusal.map { .notExecuted($0) } ?? .executed(receipt))
         }
     }
 
@@ -150,6 +178,8 @@ public actor BusinessDriver {
                 transport.send(message, to: peer)
             case .execute(let request, let acceptance):
                 jobs.continuation.yield(.execute(request, acceptance))
+            case .queue(let request, let acceptance):
+                jobs.continuation.yield(.queue(request, acceptance))
             case .lookUpStatus(let id):
                 let attempt = lookUps[id, default: 0]
                 lookUps[id] = attempt + 1

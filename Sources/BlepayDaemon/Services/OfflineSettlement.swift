@@ -1,0 +1,159 @@
+import BlepayDaemonStore
+import BlepayLedger
+import BlepayLedgerClient
+import BlepayPayments
+import BlepayProtocol
+import Logging
+import Synchronization
+
+/// The business's payments taken offline, from acceptance to the ledger's verdict: each is kept in the state file
+/// under the merchant's limits before the customer hears it finished (`OfflineQueue`), then settled in batches
+/// whenever the ledger can be reached. Whether it can is what the last call to it said, or a probe when nothing
+/// waits; each new request is signed as online or offline from that.
+public final class OfflineSettlement: OfflineQueue, Sendable {
+    public struct Settings: Sendable {
+        /// How often what waits is sent, or the ledger probed.
+        public var interval: Duration
+        public var limits: SettlementQueue.Limits
+
+        public init(interval: Duration, limits: SettlementQueue.Limits) {
+            self.interval = interval
+            self.limits = limits
+        }
+    }
+
+    private let queue: SettlementQueue
+    private let ledger: LedgerClient
+    private let settings: Settings
+    private let clock: @Sendable () -> Timestamp
+    private let logger: Logger
+    private let reachable = Mutex(true)
+    private let rounds = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    private let continuation: AsyncStream<BusinessEvent>.Continuation
+    /// `settled` and `settlementRefused`, as the ledger decides each payment.
+    public let events: AsyncStream<BusinessEvent>
+
+    public init(
+        queue: SettlementQueue, ledger: LedgerClient, settings: Settings, clock: @escaping @Sendable () -> Timestamp,
+        logger: Logger
+    ) {
+        self.queue = queue
+        self.ledger = ledger
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        (events, continuation) = AsyncStream.makeStream()
+    }
+
+    /// Whether the ledger answered the last call to it.
+    public var ledgerReachable: Bool { reachable.withLock { $0 } }
+
+    public func keep(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> PaymentError? {
+        do {
+            try queue.enqueue(request, acceptance, at: clock(), limits: settings.limits)
+            logger.info("payment kept for settlement", metadata: ["payment": "\(request.paymentID)"])
+            return nil
+        } catch {
+            logger.warning("an offline payment was not kept", metadata: ["payment": "\(request.paymentID)", "error": "\(error)"])
+            return switch error.code {
+            case .limitReached: PaymentError(.limitExceeded, error.message)
+            case .conflict: PaymentError(.alreadyPaid, error.message)
+            case .storage: PaymentError(.unexpected, "the state file failed")
+            }
+        }
+    }
+
+    /// What waits for the ledger now.
+    public func summary() throws(QueueError) -> SettlementQueue.Summary { try queue.summary() }
+
+    /// Asks for a round now rather than at the next interval.
+    public func settleNow() { rounds.continuation.yield() }
+
+    /// Until cancelled: a round at every interval, and whenever `settleNow` asks.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [rounds, interval = settings.interval] in
+                while (try? await Task.sleep(for: interval)) != nil { rounds.continuation.yield() }
+            }
+            rounds.continuation.yield()
+            for await _ in rounds.stream {
+                if Task.isCancelled { break }
+                await round()
+            }
+            group.cancelAll()
+        }
+        continuation.finish()
+    }
+
+    /// Sends batch after batch until none waits or the ledger cannot be reached; with none waiting, probes it.
+    func round() async {
+        do {
+            var sent = false
+            while let batch = try queue.batch(at: clock()) {
+                sent = true
+                guard await send(batch) else { return }
+            }
+            if !sent { reached(await probe()) }
+        } catch {
+            logger.error("the settlement queue failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// One batch, as stored (the same items under the same key on every try); true once its answer is applied.
+    private func send(_ batch: SettlementQueue.Batch) async -> Bool {
+        let results: SettlementResults
+        do {
+            results = try await ledger.settle(batch.items.map { ($0.request, $0.acceptance) }, operation: batch.idempotencyKey)
+        } catch {
+            if case .unavailable = error { reached(false) }
+            logger.warning("a settlement batch was not answered; it is sent again later", metadata: [
+                "batch": "\(batch.id)", "payments": "\(batch.items.count)", "error": "\(error)",
+            ])
+            return false
+        }
+        reached(true)
+        var outcomes: [PaymentID: SettlementQueue.Outcome] = [:]
+        for item in batch.items {
+            guard let answer = results.results.first(where: { $0.paymentId == item.request.paymentID.description })
+            else { continue }
+            outcomes[item.request.paymentID] = switch answer.result {
+            case .settled, .alreadySettled: .settled
+            default: .refused(answer.result.rawValue)
+            }
+        }
+        do {
+            try queue.close(batch, outcomes: outcomes, at: clock())
+        } catch {
+            logger.error("a settlement answer could not be stored; the batch is sent again", metadata: ["error": "\(error)"])
+            return false
+        }
+        for (id, outcome) in outcomes.sorted(by: { $0.key.description < $1.key.description }) {
+            switch outcome {
+            case .settled:
+                continuation.yield(.settled(id))
+            case .refused(let code):
+                logger.warning("the ledger refused an offline payment", metadata: ["payment": "\(id)", "code": "\(code)"])
+                continuation.yield(.settlementRefused(id, PaymentError(.preAuthorizationInvalid, code)))
+            }
+        }
+        logger.info("settlement batch answered", metadata: ["batch": "\(batch.id)", "decided": "\(outcomes.count)"])
+        return true
+    }
+
+    private func probe() async -> Bool {
+        do {
+            _ = try await ledger.ledgerKey()
+            return true
+        } catch {
+            if case .unavailable = error { return false }
+            return true
+        }
+    }
+
+    private func reached(_ now: Bool) {
+        let before = reachable.withLock { state in defer { state = now }; return state }
+        if before != now {
+            logger.notice(now ? "the ledger is reachable; requests are online" : "the ledger is unreachable; requests are offline")
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import BlepayProtocol
+
+/// What a business takes while it cannot reach the ledger: acceptances under a pre-authorization, checked here
+/// offline before the payment is kept for settlement. The voucher must be signed by a trusted ledger key, issued to
+/// the key that signed the acceptance for the instrument it names, in the payment's currency, valid when the
+/// merchant signed the request, and cover the total on top of what its earlier uses spent. The merchant's own risk
+/// limit caps one payment; the limits on everything kept (count, total, age) are the queue's (`OfflineQueue`).
+public struct OfflinePolicy: Sendable {
+    public let trusted: TrustedLedgerKeys
+    /// The one currency taken offline, and the largest total (amount plus tip) of one payment in it.
+    public let currency: Currency
+    public let maximumPaymentMinorUnits: UInt64
+
+    public init(trusted: TrustedLedgerKeys, currency: Currency, maximumPaymentMinorUnits: UInt64) {
+        self.trusted = trusted
+        self.currency = currency
+        self.maximumPaymentMinorUnits = maximumPaymentMinorUnits
+    }
+
+    /// Nil when the acceptance may be kept; else why not, each reason the payer's.
+    public func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest) -> PaymentError? {
+        guard let presented = acceptance.preAuthorization else {
+            return PaymentError(.preAuthorizationInvalid, "the business is offline: only a pre-authorized payment is taken")
+        }
+        let voucher = presented.voucher
+        let total = acceptance.total
+        guard total.currency == currency, total.minorUnits <= maximumPaymentMinorUnits else {
+            return PaymentError(.limitExceeded, "offline, this business takes at most \(maximumPaymentMinorUnits) \(currency.code) per payment")
+        }
+        guard let key = trusted.key(id: voucher.ledgerKeyID),
+            isValidSignature(voucher.signature, of: voucher.signingBytes, by: key)
+        else { return PaymentError(.preAuthorizationInvalid, "the voucher is not signed by a trusted ledger key") }
+        guard voucher.customerKey == acceptance.customerKey, voucher.instrumentID == acceptance.instrumentID else {
+            return PaymentError(.preAuthorizationInvalid, "the voucher is for another key or instrument")
+        }
+        guard voucher.limit.currency == total.currency else {
+            return PaymentError(.preAuthorizationInvalid, "the voucher is in \(voucher.limit.currency.code)")
+        }
+        // Judged on the merchant-signed request time, as the ledger judges it: the customer's clock has no say.
+        guard voucher.issuedAt <= request.createdAt, request.createdAt < voucher.expiresAt else {
+            return PaymentError(.preAuthorizationInvalid, "the voucher was not valid when the request was made")
+        }
+        guard total.minorUnits <= voucher.limit.minorUnits - presented.spentBeforeMinorUnits else {
+            return PaymentError(.preAuthorizationInvalid, "the voucher has less left than \(total)")
+        }
+        return nil
+    }
+}
+
+/// Where a business keeps what it accepted offline until the ledger settles it. `keep` returns once the payment is
+/// durable (nil), or why it was not kept: the merchant's limits on what may wait are reached, or the payment is
+/// kept with another acceptance.
+public protocol OfflineQueue: Sendable {
+    func keep(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> PaymentError?
+}
