@@ -25,7 +25,8 @@ let testCertificate: MerchantCertificate = {
 /// Vouchers in a fresh state file, issued through `ledger` (by default a ledger that cannot be reached) to
 /// `deviceKey` and signed by one of `trusted`.
 func testVouchers(
-    ledger: LedgerClient? = nil, deviceKey: Key32 = SigningKey().publicKey, trusting trusted: [Key32] = []
+    ledger: LedgerClient? = nil, deviceKey: Key32 = SigningKey().publicKey, trusting trusted: [Key32] = [],
+    clock: @escaping @Sendable () -> Timestamp = { fixedNow }
 ) throws -> CustomerVouchers {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-vouchers-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -35,7 +36,7 @@ func testVouchers(
         baseURL: "http://127.0.0.1:9", credentials: .none, retry: .init(attempts: 1, timeout: .seconds(1)), logger: testLogger)
     return CustomerVouchers(
         wallet: VoucherWallet(store: store, deviceKey: deviceKey, trusting: TrustedLedgerKeys(trusted)), ledger: client,
-        clock: { fixedNow })
+        clock: clock)
 }
 
 /// Both daemons' services on an in-memory network, their control objects on a private bus, and a client

@@ -12,6 +12,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
+import Synchronization
 
 /// A real ledger server on a free loopback port over a fresh database of `kind`, with clients for the operator
 /// and helpers that enroll merchants and customers through the API.
@@ -21,8 +22,8 @@ public final class RunningLedger: Sendable {
     public let baseURL: String
     public let admin: LedgerClient
     public let stateDirectory: String
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let configuration: LedgerConfiguration
+    private let running: Mutex<(group: ServiceGroup, task: Task<Void, any Error>)>
 
     public static func start(_ kind: StorageKind) async throws -> RunningLedger {
         let storage = try await makeStorage(kind)
@@ -31,34 +32,59 @@ public final class RunningLedger: Sendable {
         configuration.expiryIntervalSeconds = 1
         configuration.stateDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("blepay-ledger-\(UUID().uuidString)").path
-        let server = try LedgerServer(configuration: configuration, storage: storage.storage, logger: testLogger)
+        let (server, port, running) = try await serve(configuration, storage.storage)
+        configuration.port = port
+        return RunningLedger(server: server, storage: storage, configuration: configuration, running: running,
+            adminToken: try LedgerServer.adminToken(configuration))
+    }
+
+    /// A server over `storage`, listening; the port it listens on.
+    private static func serve(_ configuration: LedgerConfiguration, _ storage: any LedgerStorage) async throws
+        -> (LedgerServer, Int, (group: ServiceGroup, task: Task<Void, any Error>))
+    {
+        let server = try LedgerServer(configuration: configuration, storage: storage, logger: testLogger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = server.application(logger: testLogger) { port in continuation.yield(port) }
         let group = ServiceGroup(services: [application], gracefulShutdownSignals: [], logger: testLogger)
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
-        return RunningLedger(server: server, storage: storage, port: port, group: group, task: task, stateDirectory: configuration.stateDirectory,
-            adminToken: try LedgerServer.adminToken(configuration))
+        return (server, port, (group, task))
     }
 
-    private init(server: LedgerServer, storage: TestStorage, port: Int, group: ServiceGroup, task: Task<Void, any Error>, stateDirectory: String,
-        adminToken: String)
+    private init(server: LedgerServer, storage: TestStorage, configuration: LedgerConfiguration,
+        running: (group: ServiceGroup, task: Task<Void, any Error>), adminToken: String)
     {
         self.server = server
         self.storage = storage
-        self.group = group
-        self.task = task
-        self.stateDirectory = stateDirectory
-        baseURL = "http://127.0.0.1:\(port)"
+        self.configuration = configuration
+        self.running = Mutex(running)
+        stateDirectory = configuration.stateDirectory
+        baseURL = "http://127.0.0.1:\(configuration.port)"
         admin = LedgerClient(baseURL: baseURL, credentials: .bearer(adminToken), retry: .init(attempts: 1), logger: testLogger)
     }
 
+    /// The ledger is down while `body` runs (nothing listens on its port), then back on the same port, with the same
+    /// books and keys.
+    public func down<T>(_ body: () async throws -> T) async throws -> T {
+        try await halt()
+        let result: Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        let (_, _, restarted) = try await Self.serve(configuration, storage.storage)
+        running.withLock { $0 = restarted }
+        return try result.get()
+    }
+
     public func stop() async throws {
-        await group.triggerGracefulShutdown()
-        _ = await task.result
+        try await halt()
         try await storage.destroy()
         try? FileManager.default.removeItem(atPath: stateDirectory)
+    }
+
+    private func halt() async throws {
+        let (group, task) = running.withLock { $0 }
+        await group.triggerGracefulShutdown()
+        _ = await task.result
     }
 
     /// Runs `body` against a fresh ledger and always cleans up.
