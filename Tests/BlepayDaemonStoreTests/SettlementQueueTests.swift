@@ -66,6 +66,39 @@ import Testing
         #expect(try queue().summary().count == 1)
     }
 
+    @Test func theMerchantsLimitsOnWhatWaitsRefuseThePaymentThatWouldPassThem() throws {
+        let limits = SettlementQueue.Limits(maximumCount: 3, maximumTotalMinorUnits: 2_000, maximumAgeMilliseconds: 3_600_000)
+        func keep(_ amount: UInt64, at minute: UInt64) throws -> PaymentID {
+            let (request, acceptance) = try pair(amount)
+            try queue().enqueue(request, acceptance, at: f.later(minutes: minute), limits: limits)
+            return request.paymentID
+        }
+        func refusal(_ amount: UInt64, at minute: UInt64) throws -> String? {
+            let error = #expect(throws: QueueError.self) { _ = try keep(amount, at: minute) }
+            return error.map { "\($0.code.rawValue): \($0.message)" }
+        }
+        let first = try keep(1_500, at: 0)
+        #expect(try refusal(501, at: 1) == "queue.limit-reached: 1500 EUR waits for the ledger already")
+        _ = try keep(500, at: 1)
+        // Another currency's total is its own; the count is every currency's.
+        let (request, acceptance) = try pair(1)
+        let usd = try PaymentAcceptance(
+            paymentID: request.paymentID, amount: try Money(minorUnits: 900, currency: Currency("USD")), tipMinorUnits: 0,
+            instrumentID: "card-1", delegatedInstrument: false, createdAt: f.now, requestHash: acceptance.requestHash,
+            sessionHash: acceptance.sessionHash, customerKey: f.deviceKey, preAuthorization: nil, signature: .unsigned)
+        try queue().enqueue(request, usd, at: f.later(minutes: 2), limits: limits)
+        #expect(try refusal(1, at: 3) == "queue.limit-reached: 3 payments wait for the ledger already")
+        #expect(try queue().summary().count == 3)
+
+        // Once the ledger settled some, there is room again, until the oldest waiting is an hour old.
+        let batch = try #require(try queue().batch(at: f.later(minutes: 4)))
+        try queue().close(batch, outcomes: [first: .settled], at: f.later(minutes: 5))
+        _ = try keep(10, at: 6)
+        try queue().close(
+            try #require(try queue().batch(at: f.later(minutes: 7))), outcomes: [request.paymentID: .settled], at: f.later(minutes: 7))
+        #expect(try refusal(10, at: 61) == "queue.limit-reached: the oldest payment has waited too long for the ledger")
+    }
+
     @Test func aBatchCarriesAtMostTheLedgersLimit() throws {
         for minute in 0..<(SettlementQueue.batchLimit + 5) {
             let (request, acceptance) = try pair(10)
