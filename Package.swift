@@ -186,14 +186,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport", "TestSupport"]),
         // A stand-in for bluetoothd 5.66 on a private bus, for the BlueZ and BLE tiers.
         .target(name: "BlueZTestSupport", dependencies: ["DBusKit", "DBusTestSupport"], path: "Tests/BlueZTestSupport"),
         .testTarget(
             name: "BlepayBLETests",
             dependencies: [
-                "BlepayBLE", "BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport", "BlepayPayments", "BlepayProtocol",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "BlepayBLE", "BlueZ", "DBusKit", "DBusTestSupport", "BlueZTestSupport", "TestSupport", "BlepayPayments",
+                "BlepayProtocol", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

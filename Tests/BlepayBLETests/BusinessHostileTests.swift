@@ -4,6 +4,7 @@ import BlepayProtocol
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// Customers that would hold up the business's connections or keep its slots.
 @Suite(.timeLimit(.minutes(1))) struct BusinessHostileTests {

@@ -4,6 +4,7 @@ import BlepayProtocol
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// The business's transport on hci0 of a fixture of its own, with customers that trust its merchant.
 struct BusinessUnderTest {

@@ -4,6 +4,7 @@ import BlepayProtocol
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// Centrals that would keep a customer unseen, pin its identity, or have bluetoothd drop a write.
 @Suite(.timeLimit(.minutes(1))) struct CustomerHostileTests {

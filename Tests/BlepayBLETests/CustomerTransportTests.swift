@@ -4,6 +4,7 @@ import BlepayProtocol
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// The customer's transport on hci0 of a fixture of its own, with a merchant its configuration trusts.
 struct CustomerUnderTest {

@@ -1,6 +1,7 @@
 import BlepayPayments
 import BlepayProtocol
 import BlueZTestSupport
+import TestSupport
 
 /// A blepay business as a remote central of the stand-in, for the customer's transport: it connects to the
 /// customer's registered application, reads the info, subscribes to notifications, and runs a real business

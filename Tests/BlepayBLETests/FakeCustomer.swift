@@ -4,6 +4,7 @@ import BlueZTestSupport
 import Crypto
 import DBusKit
 import Synchronization
+import TestSupport
 
 /// A blepay customer on a remote device of the stand-in, for the business's transport: it advertises its service
 /// data on hci0 and serves the protocol's GATT layout; the business's writes go into a real customer `Link`

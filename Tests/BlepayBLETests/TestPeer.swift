@@ -1,6 +1,7 @@
 import BlepayPayments
 import BlepayProtocol
 import Synchronization
+import TestSupport
 
 /// The other end of a transport under test, speaking the protocol with a real `Link`: fragments leave one at a
 /// time in order through `transmit`, and a closed link hangs up after the fragments before the close.

@@ -7,7 +7,7 @@ import BlepayPaymentsTesting
 import BlepayProtocol
 import Foundation
 import LedgerTestSupport
-import Synchronization
+import TestSupport
 import Testing
 
 /// Both sides offline, end to end: the business's and the customer's services with their real state files, joined
@@ -52,27 +52,33 @@ import Testing
             defer { network.shutdown() }
 
             let id = try await ledger.down {
-                try await until(seconds: 30) { !settlement.ledgerReachable }
+                try await eventually("the ledger unreachable", within: .seconds(30)) { !settlement.ledgerReachable }
                 let id = try await business.request(amount: try Money(minorUnits: 2550, currency: Currency("EUR")), reference: "order-1")
-                try await until { wallet.contains { if case .receivedPayment(_, let r) = $0 { r.paymentID == id && !r.businessOnline } else { false } } }
+                try await wallet.contains("the offline request shown") {
+                    if case .receivedPayment(_, let r) = $0 { r.paymentID == id && !r.businessOnline } else { false }
+                }
                 try await phone.accept(id, amount: try Money(minorUnits: 2550, currency: Currency("EUR")), tipMinorUnits: 100, instrumentID: card, delegated: false)
                 // Both sides hear it finished, pending settlement; it waits in the business's state file.
-                try await until { wallet.contains { if case .finishedPayment(_, let r) = $0 { r.paymentID == id && r.status == .pendingSettlement } else { false } } }
-                try await until { shop.contains { if case .finished(id, _, let r) = $0 { r.status == .pendingSettlement } else { false } } }
+                try await wallet.contains("finishedPayment, pending") {
+                    if case .finishedPayment(_, let r) = $0 { r.paymentID == id && r.status == .pendingSettlement } else { false }
+                }
+                try await shop.contains("finished, pending") {
+                    if case .finished(id, _, let r) = $0 { r.status == .pendingSettlement } else { false }
+                }
                 #expect(try queue.summary() == SettlementQueue.Summary(count: 1, totals: ["EUR": 2650], oldest: try queue.summary().oldest))
                 #expect(try queue.outcome(of: id) == nil)
                 return id
             }
 
             // Back: settled once, the merchant credited amount plus tip from the voucher's escrow.
-            try await until(seconds: 20) { shop.contains { $0 == .settled(id) } }
+            try await shop.contains("settled", within: .seconds(20)) { $0 == .settled(id) }
             #expect(try queue.outcome(of: id) == .settled)
             #expect(try queue.summary().count == 0)
             let credited = try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted
             #expect(credited == 2650)
             settlement.settleNow()
             try await Task.sleep(for: .milliseconds(500))
-            #expect(shop.count { $0 == .settled(id) } == 1)
+            #expect(shop.all.filter { $0 == .settled(id) }.count == 1)
             #expect(try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted == 2650)
             #expect(try await ledger.server.audit().isEmpty)
         }
@@ -84,38 +90,4 @@ func scratchFile(_ name: String) throws -> String {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-daemon-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     return directory.appendingPathComponent(name).path
-}
-
-/// Every element of a stream, as it comes, for a test to wait on.
-final class Recorder<Element: Sendable>: Sendable {
-    private final class Seen: Sendable {
-        let elements = Mutex<[Element]>([])
-    }
-
-    private let seen = Seen()
-    private let task: Task<Void, Never>
-
-    init(_ stream: AsyncStream<Element>) {
-        let seen = seen
-        task = Task { for await element in stream { seen.elements.withLock { $0.append(element) } } }
-    }
-
-    deinit { task.cancel() }
-
-    func contains(where predicate: (Element) -> Bool) -> Bool { seen.elements.withLock { $0.contains(where: predicate) } }
-    func count(where predicate: (Element) -> Bool) -> Int { seen.elements.withLock { $0.filter(predicate).count } }
-}
-
-/// Waits until `condition` holds, checking every 20 ms; fails after `seconds`.
-func until(
-    seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while try !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(seconds) s", sourceLocation: sourceLocation)
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(20))
-    }
 }

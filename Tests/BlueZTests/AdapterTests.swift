@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// Adapters: power, discovery and the devices and connections seen under one adapter (hci1 is the other).
 @Suite(.timeLimit(.minutes(1))) struct AdapterTests {

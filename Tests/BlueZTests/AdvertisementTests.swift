@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// LE advertisements registered on hci0, as bluetoothd reads them.
 @Suite(.timeLimit(.minutes(1))) struct AdvertisementTests {

@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// Connecting to a device (with 5.66's transient failures) and finding its characteristics.
 @Suite(.timeLimit(.minutes(1))) struct DeviceTests {

@@ -3,6 +3,7 @@ import BlueZTestSupport
 import DBusKit
 import Synchronization
 import Testing
+import TestSupport
 
 /// A GATT application served on hci0, as bluetoothd registers and uses it for a central.
 @Suite(.timeLimit(.minutes(1))) struct GattServerTests {

@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// A connected device's characteristic, as a central reads, writes and subscribes to it.
 @Suite(.timeLimit(.minutes(1))) struct RemoteCharacteristicTests {

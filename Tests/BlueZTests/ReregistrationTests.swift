@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// What the peripheral registered comes back by itself when bluetoothd restarts.
 @Suite(.timeLimit(.minutes(1))) struct ReregistrationTests {

@@ -2,6 +2,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import Testing
+import TestSupport
 
 /// The session's mirror of bluetoothd's objects: loaded at start, kept current from signals, reloaded when
 /// bluetoothd restarts.

@@ -3,6 +3,7 @@ import BlueZTestSupport
 import DBusKit
 import DBusTestSupport
 import Testing
+import TestSupport
 
 let payService = "6e2d0001-5b1a-4c8e-9d4a-b1e9a7000001"
 let payCharacteristic = "6e2d0002-5b1a-4c8e-9d4a-b1e9a7000001"
