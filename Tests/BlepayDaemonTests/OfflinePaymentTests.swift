@@ -5,6 +5,8 @@ import BlepayLedgerClient
 import BlepayPayments
 import BlepayPaymentsTesting
 import BlepayProtocol
+import DBusKit
+import DBusTestSupport
 import Foundation
 import LedgerTestSupport
 import TestSupport
@@ -15,6 +17,21 @@ import Testing
 /// while it is down rides on the customer's voucher, finishes pending settlement on both sides, waits in the
 /// business's state file, and is settled once, to the minor unit, when the ledger is back.
 @Suite(.timeLimit(.minutes(2))) struct OfflinePaymentTests {
+    static let blepayctl = BuiltProduct("blepayctl", overriddenBy: "BLEPAYCTL")
+
+    struct Waiting: Decodable, Equatable {
+        let waiting: UInt32
+        let totals: [String: UInt64]
+        let ledger_reachable: Bool
+    }
+
+    /// `blepayctl settlement --json` against the business's control API on `bus`.
+    func waiting(_ bus: TestBus, _ more: [String] = []) async throws -> Waiting {
+        let run = try await Self.blepayctl.run(["settlement", "--json", "--bus", bus.address] + more)
+        #expect(run.status == 0, "\(run.output)")
+        return try JSONDecoder().decode(Waiting.self, from: Data(run.output.utf8))
+    }
+
     @Test func aPaymentMadeWhileTheLedgerIsDownFinishesPendingAndIsSettledOnceItIsBack() async throws {
         try await RunningLedger.with(.sqlite) { ledger in
             let clock = DaemonContext.systemClock
@@ -39,9 +56,22 @@ import Testing
                 merchant: .init(id: merchant.account.id, name: merchant.account.name),
                 offline: (OfflinePolicy(trusted: TrustedLedgerKeys([ledgerKey]), currency: try Currency("EUR"), maximumPaymentMinorUnits: 5_000), settlement),
                 settings: .init(), clock: clock, logger: testLogger)
-            let shop = Recorder(business.events)
+            let bus = try TestBus()
+            let control = try await bus.connect()
             let payments = Task { await business.runPayments() }
-            defer { payments.cancel() }
+            let served = Task { try? await BusinessControl.serve(business, on: control, logger: testLogger) }
+            defer {
+                served.cancel()
+                payments.cancel()
+                bus.stop()
+            }
+            // The business's events as an app hears them: signals of its control API.
+            let app = try await bus.connect()
+            for _ in 0..<200 where try await app.nameOwner(ControlAPI.businessBusName) == nil {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let shop = SignalQueue(try await app.signals(
+                matching: DBusMatchRule(interface: ControlAPI.businessInterface, member: ControlAPI.eventSignal)))
             let phone = CustomerService(
                 links: {
                     let (transport, _) = network.connectCustomer()
@@ -62,23 +92,20 @@ import Testing
                 try await wallet.contains("finishedPayment, pending") {
                     if case .finishedPayment(_, let r) = $0 { r.paymentID == id && r.status == .pendingSettlement } else { false }
                 }
-                try await shop.contains("finished, pending") {
-                    if case .finished(id, _, let r) = $0 { r.status == .pendingSettlement } else { false }
-                }
-                #expect(try queue.summary() == SettlementQueue.Summary(count: 1, totals: ["EUR": 2650], oldest: try queue.summary().oldest))
+                let finished = try await shop.next(.finished)
+                #expect(finished.paymentID == id.description && finished.details.receiptStatus == "pendingSettlement")
                 #expect(try queue.outcome(of: id) == nil)
+                #expect(try await waiting(bus) == Waiting(waiting: 1, totals: ["EUR": 2650], ledger_reachable: false))
                 return id
             }
 
             // Back: settled once, the merchant credited amount plus tip from the voucher's escrow.
-            try await shop.contains("settled", within: .seconds(20)) { $0 == .settled(id) }
+            #expect(try await shop.next(.settled, timeout: .seconds(20)).paymentID == id.description)
             #expect(try queue.outcome(of: id) == .settled)
-            #expect(try queue.summary().count == 0)
+            #expect(try await waiting(bus, ["--now"]) == Waiting(waiting: 0, totals: [:], ledger_reachable: true))
             let credited = try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted
             #expect(credited == 2650)
-            settlement.settleNow()
             try await Task.sleep(for: .milliseconds(500))
-            #expect(shop.all.filter { $0 == .settled(id) }.count == 1)
             #expect(try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted == 2650)
             #expect(try await ledger.server.audit().isEmpty)
         }

@@ -37,6 +37,22 @@ public enum BusinessControl {
                 do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
                 return []
             },
+            "SettlementStatus": { _ in
+                do throws(PaymentError) {
+                    let (waiting, reachable) = try await service.settlementStatus()
+                    let totals = waiting.totals.sorted { $0.key < $1.key }.map {
+                        DBusDictEntry(key: .string($0.key), value: .uint64($0.value))
+                    }
+                    return [
+                        .uint32(UInt32(waiting.count)), .dictionary(key: "s", value: "t", totals),
+                        .uint64(waiting.oldest?.millisecondsSince1970 ?? 0), .boolean(reachable),
+                    ]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "SettleNow": { _ in
+                do throws(PaymentError) { try await service.settleNow() } catch { throw ControlAPI.error(error) }
+                return []
+            },
         ]) { $1 })
     }
 }

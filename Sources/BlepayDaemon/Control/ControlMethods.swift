@@ -51,6 +51,10 @@ extension ControlAPI {
         "CancelPayment": Method([("payment_id", "s")]),
         "PaymentStatus": Method([("payment_id", "s")], paymentOut),
         "ListPayments": Method([], paymentsOut),
+        "SettlementStatus": Method([], [
+            ("waiting", "u"), ("totals", "a{st}"), ("oldest_queued_at", "t"), ("ledger_reachable", "b"),
+        ]),
+        "SettleNow": Method(),
     ]
 
     /// The interface with `handlers` by method name; a method without one refuses every call.
