@@ -67,6 +67,20 @@ enum Schema {
                 CREATE INDEX offline_payments_waiting ON offline_payments (queued_at) WHERE outcome IS NULL;
                 """)
         }
+        migrator.registerMigration("3 voucher claims") { db in
+            // Each voucher use this business accepted: a second payment presenting the same use, or a range of the
+            // voucher that overlaps one already accepted, is a double spend at this business and is refused.
+            try db.execute(sql: """
+                CREATE TABLE voucher_claims (
+                    voucher_id BLOB NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    spent_before INTEGER NOT NULL,
+                    total INTEGER NOT NULL,
+                    payment_id BLOB NOT NULL UNIQUE REFERENCES offline_payments(payment_id),
+                    PRIMARY KEY (voucher_id, sequence)
+                ) STRICT;
+                """)
+        }
         return migrator
     }
 }

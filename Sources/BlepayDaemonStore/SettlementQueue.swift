@@ -82,6 +82,9 @@ public struct SettlementQueue: Sendable {
             if let limits, let reached = try Self.reached(limits, adding: acceptance.total, at: now, in: db) {
                 return QueueError(.limitReached, reached)
             }
+            if let presented = acceptance.preAuthorization, let reused = try Self.clash(presented, acceptance.total, in: db) {
+                return reused
+            }
             try db.execute(
                 sql: """
                     INSERT INTO offline_payments (payment_id, request, acceptance, currency, total, queued_at)
@@ -91,9 +94,37 @@ public struct SettlementQueue: Sendable {
                     id, Data(request.encoded), Data(acceptance.encoded), acceptance.total.currency.code,
                     Int64(acceptance.total.minorUnits), Int64(now.millisecondsSince1970),
                 ])
+            if let presented = acceptance.preAuthorization { try Self.claim(presented, acceptance.total, for: id, in: db) }
             return nil
         }
         if let refusal { throw refusal }
+    }
+
+    /// Why the voucher use a payment presents cannot be accepted here, if this business accepted the same use, or an
+    /// overlapping part of the voucher, for another payment: the customer signed two payments against one part of
+    /// its limit.
+    private static func clash(_ presented: PreAuthorizationPresentation, _ total: Money, in db: Database) throws -> QueueError? {
+        let start = Int64(presented.spentBeforeMinorUnits)
+        let earlier = try Int64.fetchOne(
+            db,
+            sql: """
+                SELECT sequence FROM voucher_claims
+                WHERE voucher_id = ? AND (sequence = ? OR (spent_before < ? AND ? < spent_before + total))
+                """,
+            arguments: [Data(presented.voucher.voucherID.bytes), Int64(presented.sequence), start + Int64(total.minorUnits), start])
+        return earlier.map {
+            QueueError(.voucherReused, "voucher \(presented.voucher.voucherID) use \(presented.sequence) clashes with its use \($0) accepted before")
+        }
+    }
+
+    /// Records the voucher use a kept payment presents.
+    private static func claim(_ presented: PreAuthorizationPresentation, _ total: Money, for payment: Data, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO voucher_claims (voucher_id, sequence, spent_before, total, payment_id) VALUES (?, ?, ?, ?, ?)",
+            arguments: [
+                Data(presented.voucher.voucherID.bytes), Int64(presented.sequence), Int64(presented.spentBeforeMinorUnits),
+                Int64(total.minorUnits), payment,
+            ])
     }
 
     /// Which limit keeping `total` more would pass, if any.
@@ -224,6 +255,8 @@ public struct QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict = "queue.conflict"
         /// Keeping the payment would pass one of the merchant's limits on what waits for the ledger.
         case limitReached = "queue.limit-reached"
+        /// The payment presents a voucher use, or part of a voucher, that this business accepted for another payment.
+        case voucherReused = "queue.voucher-reused"
         /// The state file failed.
         case storage = "queue.storage"
     }

@@ -99,6 +99,37 @@ import Testing
         #expect(try refusal(10, at: 61) == "queue.limit-reached: the oldest payment has waited too long for the ledger")
     }
 
+    @Test func aVoucherUseOrRangeAcceptedBeforeIsRefusedAsADoubleSpend() throws {
+        let voucher = try f.voucher(5_000)
+        func presenting(_ sequence: UInt32, spentBefore: UInt64, _ amount: UInt64) throws -> (PaymentRequest, PaymentAcceptance) {
+            let (request, plain) = try pair(amount)
+            let acceptance = try PaymentAcceptance(
+                paymentID: plain.paymentID, amount: plain.amount, tipMinorUnits: 0, instrumentID: "card-1",
+                delegatedInstrument: false, createdAt: f.now, requestHash: plain.requestHash, sessionHash: plain.sessionHash,
+                customerKey: f.deviceKey,
+                preAuthorization: try PreAuthorizationPresentation(voucher: voucher, sequence: sequence, spentBeforeMinorUnits: spentBefore),
+                signature: .unsigned)
+            return (request, acceptance)
+        }
+        func reused(_ pair: (PaymentRequest, PaymentAcceptance)) -> QueueError.Code? {
+            #expect(throws: QueueError.self) { try queue().enqueue(pair.0, pair.1, at: f.now) }?.code
+        }
+        let first = try presenting(1, spentBefore: 0, 1_000)
+        try queue().enqueue(first.0, first.1, at: f.now)
+        try queue().enqueue(first.0, first.1, at: f.now)  // the same pair again: nothing new
+        #expect(reused(try presenting(1, spentBefore: 1_000, 500)) == .voucherReused)  // the same use
+        #expect(reused(try presenting(2, spentBefore: 999, 500)) == .voucherReused)  // overlapping the first's range
+        let second = try presenting(2, spentBefore: 1_000, 500)
+        try queue().enqueue(second.0, second.1, at: f.now)
+        // Uses signed out of order still fit where they belong.
+        let fourth = try presenting(4, spentBefore: 2_000, 100)
+        try queue().enqueue(fourth.0, fourth.1, at: f.now)
+        #expect(reused(try presenting(3, spentBefore: 1_500, 600)) == .voucherReused)
+        let third = try presenting(3, spentBefore: 1_500, 500)
+        try queue().enqueue(third.0, third.1, at: f.now)
+        #expect(try queue().summary().count == 4)
+    }
+
     @Test func aBatchCarriesAtMostTheLedgersLimit() throws {
         for minute in 0..<(SettlementQueue.batchLimit + 5) {
             let (request, acceptance) = try pair(10)

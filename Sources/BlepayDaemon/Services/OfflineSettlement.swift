@@ -58,6 +58,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
             return switch error.code {
             case .limitReached: PaymentError(.limitExceeded, error.message)
             case .conflict: PaymentError(.alreadyPaid, error.message)
+            case .voucherReused: PaymentError(.preAuthorizationInvalid, error.message)
             case .storage: PaymentError(.unexpected, "the state file failed")
             }
         }
