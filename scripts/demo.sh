@@ -4,7 +4,10 @@
 # a payment with a tip, a request the business cancels and, after bluetoothd restarted on b, one the customer
 # declines. Then one machine with three adapters (scripts/rig-broadcast.sh): one request shown to two customers, one
 # pays and the other gets otherPaid; again after bluetoothd restarts, and again after two adapters power-cycle; then
-# alice's daemon and the business's stop (SIGTERM) with a request open, which each cancels as it stops. Usage: demo.sh BIN_DIR (as root; `make demo` installs and builds first).
+# alice's daemon and the business's stop (SIGTERM) with a request open, which each cancels as it stops. Last, two
+# machines again with the business cut off from the ledger (scripts/rig-offline.sh): the customer pays under a
+# voucher, both finish it pending settlement, and once the link is back the business settles it.
+# Usage: demo.sh BIN_DIR (as root; `make demo` installs and builds first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "$1" && pwd)
@@ -58,5 +61,21 @@ follow "alice (hci1)" "$work/one/alice.events.jsonl"
 follow "bob (hci2)" "$work/one/bob.events.jsonl"
 scenario "One machine, two customers: alice pays, bob gets otherPaid; bluetoothd restarts; bob pays; two adapters power-cycle; alice pays; alice and the business stop with a request open" \
   "$work/one" one-host --controllers 3 -- "bash $here/rig-broadcast.sh $bin"
+mkdir -p "$work/offline"
+follow "host b · business" "$work/offline/b.events.jsonl"
+follow "host a · customer" "$work/offline/a.events.jsonl"
+scenario "Two machines, the business cut off from the ledger: pay 12.00 USD with a 0.50 tip under a voucher; link back; settled" \
+  "$work/offline" two-hosts --host-a "bash $here/rig-offline.sh $bin" --host-b "bash $here/rig-offline.sh $bin"
+python3 - "$work/offline" <<'PY'
+import json, sys
+out = sys.argv[1]
+offline = json.load(open(out + "/settlement.offline.json"))
+after = json.load(open(out + "/settlement.after.json"))
+merchant = json.load(open(out + "/merchant.after.json"))
+posted = next(b["posted"] for b in merchant["balances"] if b["currency"] == "USD")
+print("  business, cut off: %d payment waiting (%.2f USD), ledger reachable: %s" % (
+    offline["waiting"], offline["totals"].get("USD", 0) / 100, offline["ledger_reachable"]))
+print("  business, link back: %d waiting; ledger: the merchant was credited %.2f USD" % (after["waiting"], posted / 100))
+PY
 echo
 echo "demo: done (everything the daemons wrote is in $work)"

@@ -3,8 +3,9 @@ import Foundation
 import Testing
 
 /// Real payments between the daemons, checked from what they signalled, what the ledger's books say, and how the
-/// daemons exited: between two machines (`scripts/rig-payment.sh`), and one request broadcast to two customers on
-/// one host, before and after bluetoothd restarts (`scripts/rig-broadcast.sh`).
+/// daemons exited: between two machines (`scripts/rig-payment.sh`), one of them cut off from the ledger
+/// (`scripts/rig-offline.sh`), and one request broadcast to two customers on one host, before and after bluetoothd
+/// restarts (`scripts/rig-broadcast.sh`).
 @Suite(.serialized, .timeLimit(.minutes(20)))
 struct PaymentRigTests {
     /// A line of `blepayctl watch --json`: the control API's typed event and the daemon that sent it.
@@ -112,6 +113,48 @@ struct PaymentRigTests {
         for process in ["a.customer", "a.ledger", "b.business"] {
             #expect(try run.text("\(process).exit") == "0", "\(process)")
             try Self.expectNotified(run, process, watchdog: process != "a.ledger")
+        }
+    }
+
+    /// The business cut off from the ledger (its only link to it down) while the customer pays with a tip under a
+    /// voucher: both sides finish the payment pending settlement and the business keeps it; with the link back, the
+    /// business settles it and the ledger moves amount plus tip, once, from the voucher's escrow.
+    @Test func aPaymentWhileTheBusinessIsCutOffIsSettledWhenTheLinkIsBack() throws {
+        let script = Rig.packageRoot.appendingPathComponent("scripts/rig-offline.sh").path
+        let command = "bash \(script) \(Rig.binaryDirectory)"
+        let run = try Rig.run(topology: ["two-hosts"], commands: ["--host-a", command, "--host-b", command])
+        #expect(run.status == 0, "rig exited \(run.status); it printed where it kept the logs")
+
+        let id = try run.text("pay.id")
+        let customer = try run.lines("a.events.jsonl", as: Event.self)
+        let business = try run.lines("b.events.jsonl", as: Event.self)
+        // The request said the business was offline; both sides finished it pending settlement, then it settled.
+        #expect(Self.kinds(customer, id) == [.receivedPayment, .finishedPayment])
+        let finished = try #require(customer.first { $0.kind == .finishedPayment && $0.payment_id == id })
+        #expect(finished.details.receiptStatus == "pendingSettlement" && finished.details.tip == 50)
+        #expect(Self.kinds(business, id).suffix(3) == [.accepted, .finished, .settled])
+        #expect(business.first { $0.kind == .finished && $0.payment_id == id }?.details.receiptStatus == "pendingSettlement")
+        #expect(try run.text("b.business.log").contains("the ledger is unreachable; requests are offline"))
+
+        struct Waiting: Decodable {
+            let waiting: Int
+            let totals: [String: Int64]
+            let ledger_reachable: Bool
+        }
+        let offline = try run.json("settlement.offline.json", as: Waiting.self)
+        #expect(offline.waiting == 1 && offline.totals == ["USD": 1_250] && !offline.ledger_reachable)
+        let after = try run.json("settlement.after.json", as: Waiting.self)
+        #expect(after.waiting == 0 && after.ledger_reachable)
+
+        // The merchant got amount plus tip once; the card holds what the voucher did not set aside.
+        let merchant = try run.json("merchant.after.json", as: Account.self)
+        #expect(merchant.balances.first { $0.currency == "USD" }?.posted == 1_250)
+        let card = try #require(try run.lines("instruments.after.json", as: Instrument.self).first)
+        #expect(card.available["USD"] == Int64(10_000 - 4_000))
+        #expect(try run.text("vouchers.after.json").contains("\"spent\":1250"))
+        #expect(try run.text("audit.txt").contains("the books are sound"))
+        for process in ["a.customer", "a.ledger", "b.business"] {
+            #expect(try run.text("\(process).exit") == "0", "\(process)")
         }
     }
 
