@@ -1,0 +1,139 @@
+@testable import BlepayDaemon
+import BlepayDaemonStore
+import BlepayLedger
+import BlepayLedgerClient
+import BlepayProtocol
+import Crypto
+import Foundation
+import LedgerTestSupport
+import Logging
+import Testing
+
+/// A business killed (`SIGKILL`) at random points between keeping offline payments and the ledger's answer to their
+/// settlement, against a real ledger (HTTP, SQLite): once a last run finishes, every payment is settled exactly
+/// once, the merchant is credited each total once, and the ledger's books are sound.
+@Suite(.timeLimit(.minutes(15))) struct SettlementCrashTests {
+    static let childVariable = "BLEPAY_SETTLEMENT_CRASH_CHILD"
+    static let kills = 600
+    static let payments = 120
+
+    @Test func aKilledBusinessSettlesEveryPaymentOnce() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let merchant = try await ledger.merchant()
+            let customer = try await ledger.customer(balance: 100_000)
+            let card = try #require(customer.instrument?.id)
+            let issued = try await customer.client.createPreAuthorization(
+                CreatePreAuthorization(instrumentId: card, amount: 50_000, currency: "EUR", lifetimeSeconds: 3600),
+                operation: "crash-voucher")
+            let voucher = try PreAuthorizationVoucher(encoded: Array(try #require(Data(base64Encoded: issued.voucher))))
+
+            // Every payment signed up front, each the next use of the voucher.
+            var spent: UInt64 = 0
+            var lines: [String] = []
+            var totals: [String: UInt64] = [:]
+            for sequence in 1...UInt32(Self.payments) {
+                let amount = UInt64.random(in: 10...300)
+                let request = try ledger.request(by: merchant, amount: amount, online: false)
+                let acceptance = try ledger.acceptance(
+                    of: request, by: customer, tip: 5, preAuthorization: try PreAuthorizationPresentation(
+                        voucher: voucher, sequence: sequence, spentBeforeMinorUnits: spent))
+                spent += amount + 5
+                totals[request.paymentID.description] = amount + 5
+                lines.append(Data(request.encoded).base64EncodedString() + " " + Data(acceptance.encoded).base64EncodedString())
+            }
+            let directory = try scratchFile("crash")
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try lines.joined(separator: "\n").write(toFile: directory + "/pairs", atomically: true, encoding: .utf8)
+            let environment = [
+                Self.childVariable: directory, "BLEPAY_SETTLEMENT_CRASH_LEDGER": ledger.baseURL,
+                "BLEPAY_SETTLEMENT_CRASH_DEVICE": "\(merchant.device.id) \(try #require(merchant.device.secret))",
+            ]
+
+            // Killed at random points, then one run to the end.
+            let reported = try await Self.offThePool { () throws -> [String] in
+                var generator = SystemRandomNumberGenerator()
+                var reported: [String] = []
+                for _ in 0..<Self.kills {
+                    reported += try Self.child(environment, killAfter: Double.random(in: 0.05...1.2, using: &generator))
+                }
+                return reported + (try Self.child(environment, killAfter: nil))
+            }
+            #expect(reported.last == "done", "the last run did not finish: \(reported.suffix(3))")
+            #expect(reported.contains { $0.hasPrefix("settled ") }, "no killed run got as far as a settlement")
+
+            // Every payment settled, each once: the merchant got exactly the sum of the totals.
+            let queue = SettlementQueue(store: try DaemonStore(path: directory + "/" + DaemonStore.fileName))
+            for id in totals.keys {
+                #expect(try queue.outcome(of: try PaymentID(bytes: try #require(Hex.decode(id, limit: 16)))) == .settled, "\(id)")
+            }
+            let credited = try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted
+            #expect(credited == Int64(totals.values.reduce(0, +)))
+            #expect(try await ledger.server.audit().isEmpty)
+        }
+    }
+
+    /// Runs `body` on a thread of its own: it sleeps and waits for processes, which must not hold up the tasks of
+    /// the ledger served in this process.
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// One child run, killed after `killAfter` seconds (nil: waited for); the lines it printed.
+    static func child(_ environment: [String: String], killAfter: Double?) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "SettlementCrashTests.keepAndSettleUntilKilled"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        if let killAfter {
+            Thread.sleep(forTimeInterval: killAfter)
+            kill(process.processIdentifier, SIGKILL)
+        }
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self).split(separator: "\n")
+            .filter { $0.hasPrefix("kept ") || $0.hasPrefix("settled ") || $0 == "done" }.map(String.init)
+    }
+
+    /// The child `aKilledBusinessSettlesEveryPaymentOnce` starts and kills: keeps each payment and settles what
+    /// waits every few, as the business daemon does, printing what it reported. Runs only in such a child.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[childVariable] != nil))
+    func keepAndSettleUntilKilled() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let directory = try #require(environment[Self.childVariable])
+        let device = try #require(environment["BLEPAY_SETTLEMENT_CRASH_DEVICE"]).split(separator: " ").map(String.init)
+        let client = LedgerClient(
+            baseURL: try #require(environment["BLEPAY_SETTLEMENT_CRASH_LEDGER"]),
+            credentials: .device(id: device[0], secret: SymmetricKey(data: try #require(Data(base64Encoded: device[1])))),
+            keys: try IdempotencyKeyStore(directory: directory + "/idempotency"), retry: .init(attempts: 1),
+            logger: Logger(label: "blepay.crash") { _ in SwiftLogNoOpLogHandler() })
+        let settlement = OfflineSettlement(
+            queue: SettlementQueue(store: try DaemonStore(path: directory + "/" + DaemonStore.fileName)), ledger: client,
+            settings: .init(interval: .seconds(3600), limits: .init(
+                maximumCount: 10_000, maximumTotalMinorUnits: 10_000_000, maximumAgeMilliseconds: 86_400_000)),
+            clock: DaemonContext.systemClock, logger: Logger(label: "blepay.crash") { _ in SwiftLogNoOpLogHandler() })
+        let reporting = Task {
+            for await event in settlement.events {
+                if case .settled(let id) = event { FileHandle.standardOutput.write(Data("settled \(id)\n".utf8)) }
+            }
+        }
+        let pairs = try String(contentsOfFile: directory + "/pairs", encoding: .utf8).split(separator: "\n")
+        for (index, line) in pairs.enumerated() {
+            let parts = line.split(separator: " ")
+            let request = try PaymentRequest(encoded: Array(try #require(Data(base64Encoded: String(parts[0])))))
+            let acceptance = try PaymentAcceptance(encoded: Array(try #require(Data(base64Encoded: String(parts[1])))))
+            if await settlement.keep(request, acceptance) == nil {
+                FileHandle.standardOutput.write(Data("kept \(request.paymentID)\n".utf8))
+            }
+            if index % 7 == 6 { await settlement.round() }
+        }
+        await settlement.round()
+        reporting.cancel()
+        FileHandle.standardOutput.write(Data("done\n".utf8))
+    }
+}
