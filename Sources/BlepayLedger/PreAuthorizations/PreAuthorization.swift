@@ -149,6 +149,13 @@ public struct PreAuthorization: Sendable, Hashable {
         return .settled
     }
 
+    /// The ledger-signed receipt of an offline payment settled from a voucher at `settledAt`, as an online payment's.
+    public static func receipt(of acceptance: PaymentAcceptance, settledAt: Timestamp, signedBy ledgerKey: SigningKey)
+        throws(LedgerError) -> Receipt
+    {
+        try Receipt.settled(acceptance, transactionID: transferID(of: acceptance.paymentID), at: settledAt, signedBy: ledgerKey)
+    }
+
     /// The customer stops new use at once: payments requested from `now` on are refused. What is left stays in
     /// escrow until `releaseAt`, for the payments the customer accepted before.
     public mutating func void(at now: Timestamp) throws(LedgerError) {

@@ -110,7 +110,10 @@ extension LedgerOperations {
                  .text(request.merchantID), .blob(request.encoded), .blob(acceptance.encoded), now.sqlValue])
             try recordPayer(tx, payer, merchant: request.merchantID, payment: request.paymentID)
         }
-        return SettlementResults.Item(paymentId: paymentID, result: result)
+        // Read back as `GET /v1/payments/{id}` reads it, so that both answer the same receipt.
+        let receipt = result == .settled || result == .alreadySettled
+            ? try settledOffline(tx, request.paymentID).map { Data($0.receipt.encoded).base64EncodedString() } : nil
+        return SettlementResults.Item(paymentId: paymentID, result: result, receipt: receipt)
     }
 
     func loadPreAuthorization(_ tx: any SQLTransaction, _ id: String, lock: Bool = true) throws -> (PreAuthorization, String)? {
