@@ -3,8 +3,8 @@ import BlepayProtocol
 import Logging
 import ServiceLifecycle
 
-/// Ends what ran out of time: open payments past their expiry fail as expired, pre-authorizations past theirs
-/// release their funds, and old nonces and idempotency keys are forgotten. With several ledger processes each
+/// Ends what ran out of time: open payments past their expiry fail as expired, pre-authorizations past their
+/// release (expiry plus grace, voided or not) return what is left, and old nonces and idempotency keys are forgotten. With several ledger processes each
 /// sweeps; the rows each transaction locks keep them from doing the same work twice.
 struct ExpirySweeper: Service {
     let storage: any LedgerStorage

@@ -23,6 +23,9 @@ public struct LedgerConfiguration: Sendable, Hashable {
     public var adminTokenFile = "admin.token"
     public var expiryIntervalSeconds = 5
     public var certificateLifetimeDays = 365
+    /// How long after a voucher's expiry its offline payments may still be settled before the rest of its escrow
+    /// returns to the customer, voided or not.
+    public var preAuthorizationGraceSeconds = 86_400
 
     public init() {}
 
@@ -67,6 +70,8 @@ public struct LedgerConfiguration: Sendable, Hashable {
             try section.string("admin_token_file", into: &configuration.adminTokenFile)
             try section.integer("expiry_interval_seconds", into: &configuration.expiryIntervalSeconds, in: 1...3600)
             try section.integer("certificate_lifetime_days", into: &configuration.certificateLifetimeDays, in: 1...3650)
+            try section.integer("pre_authorization_grace_seconds", into: &configuration.preAuthorizationGraceSeconds,
+                in: 0...2_592_000)
         }
         try reader.finish()
         return configuration

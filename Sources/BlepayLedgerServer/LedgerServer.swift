@@ -28,6 +28,7 @@ public struct LedgerServer: Sendable {
         let adminToken = try Self.adminToken(configuration)
         var operations = LedgerOperations(ledgerKey: ledgerKey)
         operations.certificateLifetimeMilliseconds = UInt64(configuration.certificateLifetimeDays) * 86_400_000
+        operations.preAuthorizationGraceMilliseconds = UInt64(configuration.preAuthorizationGraceSeconds) * 1000
         let watch = PaymentWatch()
         self.configuration = configuration
         self.storage = storage

@@ -19,7 +19,9 @@ import Testing
             postgres_password_file = "/etc/blepay/pg.password"
             [ledger]
             state_directory = "/srv/ledger"
+            pre_authorization_grace_seconds = 3600
             """, file: "ledger.toml")
+        #expect(configuration.preAuthorizationGraceSeconds == 3_600)
         #expect(configuration.port == 9000 && configuration.backend == .postgres)
         #expect(configuration.postgresPasswordFile == "/etc/blepay/pg.password")
         #expect(configuration.resolve(configuration.sqlitePath) == "/srv/ledger/ledger.sqlite")
@@ -32,6 +34,8 @@ import Testing
         ("[storage]\nbackend = \"mysql\"", "storage.backend", "is \"sqlite\" or \"postgres\""),
         ("[storage]\nsqlite_path = \"\"", "storage.sqlite_path", "is a non-empty string"),
         ("[ledger]\nstate_dir = \"/x\"", "ledger.state_dir", "is not a known key"),
+        ("[ledger]\npre_authorization_grace_seconds = -1", "ledger.pre_authorization_grace_seconds",
+         "is an integer from 0 to 2592000"),
         ("[ledgr]\n", "ledgr", "is not a known key"),
         ("server = 1", "server", "is a table ([server])"),
     ])

@@ -5,6 +5,7 @@ import Testing
 @Suite struct PreAuthorizationTests {
     let t0 = Timestamp(millisecondsSince1970: 1_795_000_000_000)
     let day: UInt64 = 86_400_000
+    let grace: UInt64 = 3_600_000
     let ledgerKey = try! SigningKey(seed: [UInt8](repeating: 1, count: 32))
     let merchantKey = try! SigningKey(seed: [UInt8](repeating: 2, count: 32))
     let deviceKey = try! SigningKey(seed: [UInt8](repeating: 7, count: 32))
@@ -22,7 +23,8 @@ import Testing
         try journal.transfer(id: "top-up", from: world, to: alice, amount: money(20_000))
         let preAuthorization = try PreAuthorization.issue(
             id: FixedBytes(Array(repeating: id, count: 8)), instrumentID: "card-1", customerKey: deviceKey.publicKey, customer: alice,
-            limit: money(5_000), lifetimeMilliseconds: day, at: t0, ledgerKey: ledgerKey, journal: &journal)
+            limit: money(5_000), lifetimeMilliseconds: day, graceMilliseconds: grace, at: t0, ledgerKey: ledgerKey,
+            journal: &journal)
         return (preAuthorization, journal)
     }
 
@@ -120,32 +122,63 @@ import Testing
         #expect(journal.balance(of: cafe, in: "EUR").posted == 100)
     }
 
-    @Test func voidingOrExpiryReturnsTheRestAndEndsSettlement() throws {
+    @Test func aVoidStopsNewUseAtOnceButTheEscrowPaysWhatWasRequestedBeforeUntilTheRelease() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        func settle(_ payment: (PaymentRequest, PaymentAcceptance)) -> PreAuthorization.Settlement {
+            preAuthorization.settle(payment.0, payment.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+                ledgerKeys: ledgerKeys, journal: &journal)
+        }
+        let voidedAt = t0.adding(milliseconds: 10_000)
+        try preAuthorization.void(at: voidedAt)
+        #expect(preAuthorization.state == .voided && preAuthorization.voidedAt == voidedAt)
+        #expect(throws: LedgerError.self) { try preAuthorization.void(at: voidedAt) }
+        // Nothing went back: the escrow still pays what the merchant requested before the void.
+        #expect(journal.balance(of: alice, in: "EUR").posted == 15_000)
+        #expect(settle(offlinePayment(1, amount: 1_200, sequence: 1, voucher: voucher, at: t0.adding(milliseconds: 9_999))) == .settled)
+        #expect(settle(offlinePayment(2, amount: 100, sequence: 2, voucher: voucher, at: voidedAt)) == .voucherVoided)
+        // Still before the release, a payment requested before the void is brought after the voucher's expiry.
+        let justBefore = Timestamp(millisecondsSince1970: preAuthorization.releaseAt.millisecondsSince1970 - 1)
+        #expect(try !preAuthorization.release(at: justBefore, journal: &journal))
+        #expect(settle(offlinePayment(3, amount: 300, sequence: 3, voucher: voucher)) == .settled)
+
+        #expect(preAuthorization.releaseAt == voucher.expiresAt.adding(milliseconds: grace))
+        #expect(try preAuthorization.release(at: preAuthorization.releaseAt, journal: &journal))
+        #expect(preAuthorization.state == .voided && preAuthorization.releasedAt == preAuthorization.releaseAt)
+        #expect(journal.balance(of: alice, in: "EUR").posted == 15_000 + 3_500)
+        #expect(journal.balance(of: preAuthorization.escrow, in: "EUR").posted == 0)
+        // Released once; after it, nothing settles, not even a payment requested before the void.
+        #expect(try !preAuthorization.release(at: preAuthorization.releaseAt.adding(milliseconds: day), journal: &journal))
+        #expect(settle(offlinePayment(4, amount: 100, sequence: 4, voucher: voucher)) == .voucherVoided)
+        #expect(journal.balance(of: cafe, in: "EUR").posted == 1_500)
+        #expect(journal.audit().isEmpty)
+    }
+
+    @Test func expiryReturnsTheRestOnlyAfterTheGraceAndLatePaymentsSettleMeanwhile() throws {
         var (preAuthorization, journal) = try issued()
         let voucher = preAuthorization.voucher
         let paid = offlinePayment(1, amount: 1_200, sequence: 1, voucher: voucher)
+        #expect(try !preAuthorization.release(at: voucher.expiresAt, journal: &journal))
+        // Paid offline before expiry, brought online during the grace period: still settles.
         #expect(preAuthorization.settle(paid.0, paid.1, merchantKey: merchantKey.publicKey, merchant: cafe,
             ledgerKeys: ledgerKeys, journal: &journal) == .settled)
-        var expiring = preAuthorization
-        var expiringJournal = journal
-        try preAuthorization.void(journal: &journal)
-        #expect(preAuthorization.state == .voided)
+        #expect(try preAuthorization.release(at: voucher.expiresAt.adding(milliseconds: grace), journal: &journal))
+        #expect(preAuthorization.state == .expired)
         #expect(journal.balance(of: alice, in: "EUR").posted == 15_000 + 3_800)
-        let after = offlinePayment(2, amount: 100, sequence: 2, voucher: voucher)
-        #expect(preAuthorization.settle(after.0, after.1, merchantKey: merchantKey.publicKey, merchant: cafe,
-            ledgerKeys: ledgerKeys, journal: &journal) == .voucherVoided)
-        #expect(throws: LedgerError.self) { try preAuthorization.void(journal: &journal) }
+        let late = offlinePayment(2, amount: 100, sequence: 2, voucher: voucher)
+        #expect(preAuthorization.settle(late.0, late.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .voucherExpired)
+        #expect(throws: LedgerError.self) { try preAuthorization.void(at: voucher.expiresAt.adding(milliseconds: grace)) }
         #expect(journal.audit().isEmpty)
+    }
 
-        let graceEnd = voucher.expiresAt.adding(milliseconds: PreAuthorization.settlementGraceMilliseconds)
-        let early = try expiring.expire(at: voucher.expiresAt, journal: &expiringJournal)
-        #expect(!early)
-        // Paid offline before expiry, brought online during the grace period: still settles.
-        #expect(expiring.settle(after.0, after.1, merchantKey: merchantKey.publicKey, merchant: cafe,
-            ledgerKeys: ledgerKeys, journal: &expiringJournal) == .settled)
-        let due = try expiring.expire(at: graceEnd, journal: &expiringJournal)
-        #expect(due && expiring.state == .expired)
-        #expect(expiringJournal.balance(of: alice, in: "EUR").posted == 15_000 + 3_700)
-        #expect(expiringJournal.audit().isEmpty)
+    @Test func anOfflineReceiptIsSignedByTheLedgerForTheEscrowTransfer() throws {
+        let (preAuthorization, _) = try issued()
+        let paid = offlinePayment(1, amount: 1_200, sequence: 1, voucher: preAuthorization.voucher)
+        let settledAt = t0.adding(milliseconds: 5_000)
+        let receipt = try PreAuthorization.receipt(of: paid.1, settledAt: settledAt, signedBy: ledgerKey)
+        #expect(receipt.status == .settled && receipt.paymentID == paid.0.paymentID && receipt.issuedAt == settledAt)
+        #expect(receipt.transactionID == PreAuthorization.transferID(of: paid.0.paymentID) && receipt.amount == money(1_200))
+        #expect(isValidSignature(try #require(receipt.ledgerSignature), of: receipt.signingBytes, by: ledgerKey.publicKey))
     }
 }

@@ -313,10 +313,13 @@ public struct SettlementResults: Codable, Sendable, Hashable {
         /// Nil when the item could not even be decoded.
         public let paymentId: String?
         public let result: PreAuthorization.Settlement
+        /// `settled` and `already_settled`: the ledger-signed receipt (base64), as `GET /v1/payments/{id}` gives it.
+        public let receipt: String?
 
-        public init(paymentId: String?, result: PreAuthorization.Settlement) {
+        public init(paymentId: String?, result: PreAuthorization.Settlement, receipt: String? = nil) {
             self.paymentId = paymentId
             self.result = result
+            self.receipt = receipt
         }
     }
 

@@ -95,15 +95,7 @@ public struct LedgerPayment: Sendable, Hashable {
         guard status == .settled, let acceptance, let settledAt = history.last?.at else {
             throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)")
         }
-        do {
-            return try Receipt(
-                paymentID: request.paymentID, status: .settled, transactionID: transferID,
-                amount: acceptance.amount, tipMinorUnits: acceptance.tipMinorUnits, issuedAt: settledAt,
-                ledgerSignature: .unsigned
-            ).signed(by: ledgerKey)
-        } catch {
-            throw LedgerError(.invalidStatus, error.message)
-        }
+        return try Receipt.settled(acceptance, transactionID: transferID, at: settledAt, signedBy: ledgerKey)
     }
 
     /// The business withdraws the request; only before it is accepted.

@@ -2,8 +2,10 @@ import BlepayProtocol
 
 /// Funds a customer set aside, while online, for payments made while both sides are offline. Issuing moves the limit
 /// from the customer's account into an escrow account of its own and hands out a ledger-signed voucher; each offline
-/// payment, when a side comes back online, is settled from the escrow to the merchant; voiding or expiry returns
-/// what is left. Every payment id settles once; each voucher use (sequence number) pays once.
+/// payment, when a side comes back online, is settled from the escrow to the merchant. Voiding stops new use at once,
+/// but what is left returns only at `releaseAt` (the voucher's expiry plus a grace), so that a merchant who accepted
+/// offline before the void or the expiry and uploads later is still paid. Every payment id settles once; each voucher
+/// use (sequence number) pays once; the rest is released once.
 public struct PreAuthorization: Sendable, Hashable {
     public enum State: String, Sendable, Hashable, Codable {
         case available, voided, expired
@@ -45,30 +47,47 @@ public struct PreAuthorization: Sendable, Hashable {
         }
     }
 
-    /// Offline payments made before expiry may be settled for this long after it; then the rest is returned.
-    public static let settlementGraceMilliseconds: UInt64 = 7 * 24 * 3600 * 1000
-
     public let voucher: PreAuthorizationVoucher
     public let customer: AccountID
+    /// When what is left returns to the customer: the voucher's expiry plus the settlement grace in force when it was
+    /// issued. Until then a payment requested within the voucher's validity (and before any void) still settles.
+    public let releaseAt: Timestamp
     public private(set) var state: State = .available
+    /// When the customer voided it: payments requested from then on are refused.
+    public private(set) var voidedAt: Timestamp?
+    /// When the rest went back to the customer: nothing settles from then on.
+    public private(set) var releasedAt: Timestamp?
     /// Settled payments by payment id.
     public private(set) var uses: [PaymentID: Use] = [:]
 
     /// A pre-authorization as storage kept it.
-    public init(voucher: PreAuthorizationVoucher, customer: AccountID, state: State, uses: [PaymentID: Use]) {
+    public init(voucher: PreAuthorizationVoucher, customer: AccountID, releaseAt: Timestamp, state: State, voidedAt: Timestamp?,
+        releasedAt: Timestamp?, uses: [PaymentID: Use])
+    {
         self.voucher = voucher
         self.customer = customer
+        self.releaseAt = releaseAt
         self.state = state
+        self.voidedAt = voidedAt
+        self.releasedAt = releasedAt
         self.uses = uses
     }
 
     public var escrow: AccountID { AccountID("escrow:\(voucher.voucherID)") }
     public var spent: UInt64 { uses.values.reduce(0) { $0 + $1.total } }
+    /// What the escrow returns to the customer at the release.
+    public var rest: UInt64 { voucher.limit.minorUnits - spent }
 
-    /// Reserves `limit` from the customer's account and signs the voucher for `customerKey` (the device key).
+    /// The transfer that pays an offline payment from its voucher's escrow.
+    public static func transferID(of payment: PaymentID) -> String { "offline:\(payment)" }
+    public var releaseID: String { "release:\(voucher.voucherID)" }
+
+    /// Reserves `limit` from the customer's account and signs the voucher for `customerKey` (the device key). The
+    /// rest returns `graceMilliseconds` after the voucher's expiry.
     public static func issue(
         id: FixedBytes<Bytes8>, instrumentID: String, customerKey: Key32, customer: AccountID, limit: Money,
-        lifetimeMilliseconds: UInt64, at now: Timestamp, ledgerKey: SigningKey, journal: inout Journal
+        lifetimeMilliseconds: UInt64, graceMilliseconds: UInt64, at now: Timestamp, ledgerKey: SigningKey,
+        journal: inout Journal
     ) throws(LedgerError) -> PreAuthorization {
         let voucher: PreAuthorizationVoucher
         do {
@@ -81,7 +100,9 @@ public struct PreAuthorization: Sendable, Hashable {
         } catch {
             throw LedgerError(.invalidAmount, error.message)
         }
-        let preAuthorization = PreAuthorization(voucher: voucher, customer: customer, state: .available, uses: [:])
+        let preAuthorization = PreAuthorization(
+            voucher: voucher, customer: customer, releaseAt: voucher.expiresAt.adding(milliseconds: graceMilliseconds),
+            state: .available, voidedAt: nil, releasedAt: nil, uses: [:])
         journal.open(preAuthorization.escrow, kind: .escrow)
         try journal.transfer(id: "reserve:\(id)", from: customer, to: preAuthorization.escrow, amount: limit)
         return preAuthorization
@@ -89,7 +110,8 @@ public struct PreAuthorization: Sendable, Hashable {
 
     /// Settles one offline payment: the request signed by `merchantKey`, the acceptance signed by the voucher's
     /// customer key for exactly that request, presenting this voucher with an unused sequence number, requested
-    /// (by the merchant-signed request time) within the voucher's validity, and within what is left of the limit.
+    /// (by the merchant-signed request time) within the voucher's validity and before any void, and within what is
+    /// left of the limit; and the rest not released yet.
     public mutating func settle(
         _ request: PaymentRequest, _ acceptance: PaymentAcceptance, merchantKey: Key32, merchant: AccountID,
         ledgerKeys: TrustedLedgerKeys, journal: inout Journal
@@ -109,17 +131,17 @@ public struct PreAuthorization: Sendable, Hashable {
         guard acceptance.amount == request.amount, acceptance.amount.currency == voucher.limit.currency else {
             return .amountMismatch
         }
-        guard state != .voided else { return .voucherVoided }
-        guard state == .available else { return .voucherExpired }
+        guard releasedAt == nil else { return state == .voided ? .voucherVoided : .voucherExpired }
         // Judged on the time the merchant signed its request: the acceptance's time is the customer's own clock,
         // which the customer, who gains from a late payment, controls.
+        if let voidedAt, request.createdAt >= voidedAt { return .voucherVoided }
         guard request.createdAt >= voucher.issuedAt else { return .voucherNotYetValid }
         guard request.createdAt < voucher.expiresAt else { return .voucherExpired }
         guard !uses.values.contains(where: { $0.sequence == presented.sequence }) else { return .sequenceReused }
         let total = acceptance.total.minorUnits
         guard spent + total <= voucher.limit.minorUnits else { return .voucherExceeded }
         do {
-            try journal.transfer(id: "offline:\(acceptance.paymentID)", from: escrow, to: merchant, amount: acceptance.total)
+            try journal.transfer(id: Self.transferID(of: acceptance.paymentID), from: escrow, to: merchant, amount: acceptance.total)
         } catch {
             return .voucherExceeded
         }
@@ -127,28 +149,32 @@ public struct PreAuthorization: Sendable, Hashable {
         return .settled
     }
 
-    /// The customer gives up the rest of the reserve; offline payments not yet settled can no longer be.
-    public mutating func void(journal: inout Journal) throws(LedgerError) {
+    /// The ledger-signed receipt of an offline payment settled from a voucher at `settledAt`, as an online payment's.
+    public static func receipt(of acceptance: PaymentAcceptance, settledAt: Timestamp, signedBy ledgerKey: SigningKey)
+        throws(LedgerError) -> Receipt
+    {
+        try Receipt.settled(acceptance, transactionID: transferID(of: acceptance.paymentID), at: settledAt, signedBy: ledgerKey)
+    }
+
+    /// The customer stops new use at once: payments requested from `now` on are refused. What is left stays in
+    /// escrow until `releaseAt`, for the payments the customer accepted before.
+    public mutating func void(at now: Timestamp) throws(LedgerError) {
         guard state == .available else { throw LedgerError(.holdNotPending, "the pre-authorization is \(state.rawValue)") }
-        try release(journal: &journal)
         state = .voided
+        voidedAt = now
     }
 
-    /// After the voucher's expiry and the settlement grace, returns the rest. Returns whether it did.
-    public mutating func expire(at now: Timestamp, journal: inout Journal) throws(LedgerError) -> Bool {
-        guard state == .available,
-            now >= voucher.expiresAt.adding(milliseconds: Self.settlementGraceMilliseconds)
-        else { return false }
-        try release(journal: &journal)
-        state = .expired
+    /// Once no payment can still be settled (at `releaseAt`), returns the rest to the customer, once; a voucher that
+    /// was not voided is then expired. Returns whether it did.
+    public mutating func release(at now: Timestamp, journal: inout Journal) throws(LedgerError) -> Bool {
+        guard releasedAt == nil, now >= releaseAt else { return false }
+        if rest > 0 {
+            try journal.transfer(
+                id: releaseID, from: escrow, to: customer,
+                amount: try! Money(minorUnits: rest, currency: voucher.limit.currency))  // rest ≤ limit: valid
+        }
+        if state == .available { state = .expired }
+        releasedAt = now
         return true
-    }
-
-    private func release(journal: inout Journal) throws(LedgerError) {
-        let rest = voucher.limit.minorUnits - spent
-        guard rest > 0 else { return }
-        try journal.transfer(
-            id: "release:\(voucher.voucherID)", from: escrow, to: customer,
-            amount: try! Money(minorUnits: rest, currency: voucher.limit.currency))  // rest ≤ limit: valid
     }
 }

@@ -120,3 +120,17 @@ enum Books {
 extension Timestamp {
     var sqlValue: SQLValue { .integer(Int64(clamping: millisecondsSince1970)) }
 }
+
+extension Timestamp? {
+    var sqlValue: SQLValue { map(\.sqlValue) ?? .null }
+}
+
+extension SQLRow {
+    func timestamp(_ column: Int) throws(StorageError) -> Timestamp {
+        Timestamp(millisecondsSince1970: UInt64(clamping: try integer(column)))
+    }
+
+    func optionalTimestamp(_ column: Int) throws(StorageError) -> Timestamp? {
+        values[column] == .null ? nil : try timestamp(column)
+    }
+}

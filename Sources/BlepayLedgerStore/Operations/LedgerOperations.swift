@@ -36,6 +36,9 @@ public struct LedgerOperations: Sendable {
     public var certificateLifetimeMilliseconds: UInt64 = 365 * 24 * 3600 * 1000
     /// Bounds of a pre-authorization's lifetime.
     public var preAuthorizationLifetimes: ClosedRange<Int64> = 60...(30 * 24 * 3600)
+    /// How long after a voucher's expiry its offline payments may still be settled before the rest of the escrow
+    /// returns to the customer; fixed for each voucher when it is issued.
+    public var preAuthorizationGraceMilliseconds: UInt64 = 24 * 3600 * 1000
     public static let maximumSettlementItems = 100
 
     public init(ledgerKey: SigningKey) { self.ledgerKey = ledgerKey }

@@ -13,7 +13,8 @@ extension LedgerOperations {
         public var preAuthorizations = 0
     }
 
-    /// Fails requests nobody accepted in time, releases holds and pre-authorizations past their time, and forgets
+    /// Fails requests nobody accepted in time, releases holds past their time and the escrow of pre-authorizations
+    /// past their release (expiry plus grace, voided or not), and forgets
     /// nonces and idempotency records that can no longer matter. At most `limit` of each per call.
     public func expire(_ tx: any SQLTransaction, at now: Timestamp, limit: Int = 500) throws -> Expired {
         var expired = Expired()
@@ -35,17 +36,15 @@ extension LedgerOperations {
             expired.holds += journal.expireHolds(at: now).count
             try Books.save(tx, journal, at: now)
         }
-        let due = now.millisecondsSince1970 >= PreAuthorization.settlementGraceMilliseconds
-            ? now.millisecondsSince1970 - PreAuthorization.settlementGraceMilliseconds : 0
         for row in try tx.rows(
-            "SELECT id FROM pre_authorizations WHERE state = 'available' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
-            [.integer(Int64(due)), .integer(Int64(limit))])
+            "SELECT id FROM pre_authorizations WHERE released_at IS NULL AND release_at <= ? ORDER BY release_at LIMIT ?",
+            [now.sqlValue, .integer(Int64(limit))])
         {
             guard var (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0)) else { continue }
             var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [preAuthorization.customer])
-            guard try preAuthorization.expire(at: now, journal: &journal) else { continue }
+            guard try preAuthorization.release(at: now, journal: &journal) else { continue }
             try Books.save(tx, journal, at: now)
-            try tx.run("UPDATE pre_authorizations SET state = ? WHERE id = ?", [.text(preAuthorization.state.rawValue), .text(try row.text(0))])
+            try save(tx, preAuthorization)
             expired.preAuthorizations += 1
         }
         let nonceWindow = UInt64(2 * RequestAuthentication.window * 1000)
@@ -121,16 +120,22 @@ extension LedgerOperations {
         if reserve?.amount != voucher.limit.minorUnits || reserve?.credit != preAuthorization.escrow {
             problems.append("\(name) reserved \(reserve.map { "\($0.amount)" } ?? "nothing"), not its limit")
         }
-        for (payment, use) in preAuthorization.uses where journal.transfers["offline:\(payment)"]?.amount != use.total {
+        for (payment, use) in preAuthorization.uses
+        where journal.transfers[PreAuthorization.transferID(of: payment)]?.amount != use.total {
             problems.append("\(name): offline payment \(payment) settled without its transfer")
         }
-        let rest = voucher.limit.minorUnits - preAuthorization.spent
-        let released = journal.transfers["release:\(voucher.voucherID)"]?.amount ?? 0
-        let expectedRelease = preAuthorization.state == .available ? 0 : rest
-        if released != expectedRelease { problems.append("\(name) is \(preAuthorization.state.rawValue) but released \(released)") }
+        let released = journal.transfers[preAuthorization.releaseID]?.amount ?? 0
+        let expectedRelease = preAuthorization.releasedAt == nil ? 0 : preAuthorization.rest
+        if released != expectedRelease {
+            problems.append("\(name) is \(preAuthorization.releasedAt == nil ? "not " : "")released but \(released) went back")
+        }
+        // Before its release time a merchant may still bring a payment accepted offline, which the escrow must pay.
+        if let releasedAt = preAuthorization.releasedAt, releasedAt < preAuthorization.releaseAt {
+            problems.append("\(name) was released at \(releasedAt), while settlements could arrive until \(preAuthorization.releaseAt)")
+        }
         let escrow = journal.balance(of: preAuthorization.escrow, in: voucher.limit.currency.code).posted
         if escrow != Int64(voucher.limit.minorUnits) - Int64(preAuthorization.spent) - Int64(released) {
-            problems.append("\(name): escrow holds \(escrow)")
+            problems.append("\(name): escrow holds \(escrow), not its limit less what was settled and released")
         }
         return problems
     }

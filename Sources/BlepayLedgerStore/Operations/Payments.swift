@@ -153,13 +153,23 @@ extension LedgerOperations {
         return try resource(stored)
     }
 
-    /// A payment as its merchant, its paying customer, or the operator may see it.
+    /// A payment as its merchant, its paying customer, or the operator may see it, whichever path paid it.
     public func payment(_ tx: any SQLTransaction, id: String, for principal: Principal) throws -> PaymentResource {
-        guard let stored = try load(tx, try Self.paymentID(id), lock: false) else { throw APIError.notFound("payment") }
-        if case .device(let device) = principal, device.account != stored.merchant, device.account != stored.customer {
+        let paymentID = try Self.paymentID(id)
+        // Settled offline first: a request the business also created online keeps an open row that the voucher paid.
+        if let offline = try settledOffline(tx, paymentID) {
+            guard Self.may(principal, see: offline.stored) else { throw APIError.notFound("payment") }
+            return resource(offline.stored, receipt: offline.receipt)
+        }
+        guard let stored = try load(tx, paymentID, lock: false), Self.may(principal, see: stored) else {
             throw APIError.notFound("payment")
         }
         return try resource(stored)
+    }
+
+    static func may(_ principal: Principal, see stored: StoredPayment) -> Bool {
+        guard case .device(let device) = principal else { return true }
+        return device.account == stored.merchant || device.account == stored.customer
     }
 
     /// The payment's status and when it last changed, for long polls.
@@ -223,8 +233,12 @@ extension LedgerOperations {
     }
 
     func resource(_ stored: StoredPayment) throws -> PaymentResource {
+        resource(stored, receipt: stored.payment.status == .settled ? try stored.payment.receipt(signedBy: ledgerKey) : nil)
+    }
+
+    /// `receipt` is the settled payment's, online or offline.
+    func resource(_ stored: StoredPayment, receipt: Receipt?) -> PaymentResource {
         let payment = stored.payment
-        let receipt = payment.status == .settled ? try payment.receipt(signedBy: ledgerKey) : nil
         return PaymentResource(
             id: payment.request.paymentID.description, status: payment.status,
             amount: Int64(payment.request.amount.minorUnits), tip: Int64(payment.acceptance?.tipMinorUnits ?? 0),

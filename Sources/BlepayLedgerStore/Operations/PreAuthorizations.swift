@@ -21,17 +21,18 @@ extension LedgerOperations {
         do {
             preAuthorization = try PreAuthorization.issue(
                 id: id, instrumentID: instrument.id, customerKey: device.signingKey, customer: Self.instrumentBook(instrument.id),
-                limit: limit, lifetimeMilliseconds: UInt64(body.lifetimeSeconds) * 1000, at: now, ledgerKey: ledgerKey,
-                journal: &journal)
+                limit: limit, lifetimeMilliseconds: UInt64(body.lifetimeSeconds) * 1000,
+                graceMilliseconds: preAuthorizationGraceMilliseconds, at: now, ledgerKey: ledgerKey, journal: &journal)
         } catch { throw APIError(error) }
         try Books.save(tx, journal, at: now)
         try tx.run(
             """
-            INSERT INTO pre_authorizations (id, account, instrument, voucher, state, expires_at, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO pre_authorizations (id, account, instrument, voucher, state, expires_at, release_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [.text(id.description), .text(device.account), .text(instrument.id), .blob(preAuthorization.voucher.encoded),
-             .text(preAuthorization.state.rawValue), preAuthorization.voucher.expiresAt.sqlValue, now.sqlValue])
+             .text(preAuthorization.state.rawValue), preAuthorization.voucher.expiresAt.sqlValue,
+             preAuthorization.releaseAt.sqlValue, now.sqlValue])
         return resource(preAuthorization)
     }
 
@@ -42,7 +43,8 @@ extension LedgerOperations {
         return resource(preAuthorization)
     }
 
-    /// The customer returns what is left; offline payments not yet settled can no longer be.
+    /// The customer stops new use of the voucher: payments requested from now on are refused. What is left returns
+    /// at the voucher's release (see `expire`), not now: a merchant who accepted offline before the void may upload later.
     public func voidPreAuthorization(_ tx: any SQLTransaction, id: String, device: Device, at now: Timestamp) throws
         -> PreAuthorizationResource
     {
@@ -50,10 +52,8 @@ extension LedgerOperations {
             throw APIError.notFound("pre-authorization")
         }
         if preAuthorization.state == .voided { return resource(preAuthorization) }
-        var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [preAuthorization.customer])
-        do { try preAuthorization.void(journal: &journal) } catch { throw APIError(error) }
-        try Books.save(tx, journal, at: now)
-        try tx.run("UPDATE pre_authorizations SET state = ? WHERE id = ?", [.text(preAuthorization.state.rawValue), .text(id)])
+        do { try preAuthorization.void(at: now) } catch { throw APIError(error) }
+        try save(tx, preAuthorization)
         return resource(preAuthorization)
     }
 
@@ -110,12 +110,16 @@ extension LedgerOperations {
                  .text(request.merchantID), .blob(request.encoded), .blob(acceptance.encoded), now.sqlValue])
             try recordPayer(tx, payer, merchant: request.merchantID, payment: request.paymentID)
         }
-        return SettlementResults.Item(paymentId: paymentID, result: result)
+        // Read back as `GET /v1/payments/{id}` reads it, so that both answer the same receipt.
+        let receipt = result == .settled || result == .alreadySettled
+            ? try settledOffline(tx, request.paymentID).map { Data($0.receipt.encoded).base64EncodedString() } : nil
+        return SettlementResults.Item(paymentId: paymentID, result: result, receipt: receipt)
     }
 
     func loadPreAuthorization(_ tx: any SQLTransaction, _ id: String, lock: Bool = true) throws -> (PreAuthorization, String)? {
         guard let row = try tx.row(
-            "SELECT voucher, state, account, instrument FROM pre_authorizations WHERE id = ?" + (lock ? tx.dialect.forUpdate : ""),
+            "SELECT voucher, state, account, instrument, release_at, voided_at, released_at FROM pre_authorizations WHERE id = ?"
+                + (lock ? tx.dialect.forUpdate : ""),
             [.text(id)])
         else { return nil }
         var uses: [PaymentID: PreAuthorization.Use] = [:]
@@ -129,8 +133,16 @@ extension LedgerOperations {
             let state = PreAuthorization.State(rawValue: try row.text(1))
         else { throw StorageError(.corrupt, "pre-authorization \(id)") }
         let preAuthorization = PreAuthorization(
-            voucher: voucher, customer: Self.instrumentBook(try row.text(3)), state: state, uses: uses)
+            voucher: voucher, customer: Self.instrumentBook(try row.text(3)), releaseAt: try row.timestamp(4), state: state,
+            voidedAt: try row.optionalTimestamp(5), releasedAt: try row.optionalTimestamp(6), uses: uses)
         return (preAuthorization, try row.text(2))
+    }
+
+    /// What voiding and the release change.
+    func save(_ tx: any SQLTransaction, _ preAuthorization: PreAuthorization) throws {
+        try tx.run("UPDATE pre_authorizations SET state = ?, voided_at = ?, released_at = ? WHERE id = ?",
+            [.text(preAuthorization.state.rawValue), preAuthorization.voidedAt.sqlValue, preAuthorization.releasedAt.sqlValue,
+             .text(preAuthorization.voucher.voucherID.description)])
     }
 
     func resource(_ preAuthorization: PreAuthorization) -> PreAuthorizationResource {

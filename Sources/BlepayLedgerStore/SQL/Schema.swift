@@ -62,6 +62,24 @@ enum Schema {
             SELECT merchant, payment, 'voucher:' || pre_authorization FROM pre_authorization_uses u WHERE NOT EXISTS (
                 SELECT 1 FROM payment_payers r WHERE r.merchant = u.merchant AND r.payment = u.payment);
         """,
+        // A void no longer returns the escrow: each pre-authorization keeps when its rest returns (expiry plus the
+        // grace of its issue), when it was voided and when it was released. Existing ones were issued with a 7-day
+        // grace; a voided one was released at its void (or, with nothing left, is taken as voided when issued), which
+        // ended its settlements then, and an expired one when it was swept.
+        """
+        ALTER TABLE pre_authorizations ADD COLUMN release_at INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE pre_authorizations ADD COLUMN voided_at INTEGER;
+        ALTER TABLE pre_authorizations ADD COLUMN released_at INTEGER;
+        UPDATE pre_authorizations SET release_at = expires_at + 604800000;
+        UPDATE pre_authorizations SET released_at = COALESCE(
+            (SELECT t.created_at FROM transfers t WHERE t.id = 'release:' || pre_authorizations.id), release_at)
+            WHERE state = 'expired';
+        UPDATE pre_authorizations SET voided_at = COALESCE(
+            (SELECT t.created_at FROM transfers t WHERE t.id = 'release:' || pre_authorizations.id), created_at)
+            WHERE state = 'voided';
+        UPDATE pre_authorizations SET release_at = voided_at, released_at = voided_at WHERE state = 'voided';
+        CREATE INDEX pre_authorizations_due ON pre_authorizations (release_at) WHERE released_at IS NULL;
+        """,
     ]
 
     /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers and bytes differently.
