@@ -20,8 +20,9 @@ public enum BusinessEvent: Sendable, Hashable {
     case failed(PaymentID, by: PeerID, PaymentError)
     case cancelled(PaymentID)
     case expired(PaymentID)
-    /// A payment accepted offline (finished with a pending receipt) was settled by the ledger.
-    case settled(PaymentID)
+    /// A payment accepted offline (finished with a pending receipt) was settled by the ledger, with the receipt the
+    /// ledger signed for it when it gave one.
+    case settled(PaymentID, Receipt?)
     /// The ledger refused to settle a payment accepted offline, for good; its stable code says why.
     case settlementRefused(PaymentID, PaymentError)
 }

@@ -131,9 +131,9 @@ struct CustomerUnderTest {
         let calls = c.f.bluetoothd.calls.filter { ["Set Powered", "RegisterAdvertisement"].contains($0.member) }
         let powers = calls.filter { $0.member == "Set Powered" }.map(\.arguments)
         // Powered on at start, then off and on for each identity replaced (on a loaded machine, more than one may
-        // have come due before this looks).
+        // have come due before this looks, and the last may be under way: off, and not yet on).
         let cycles = Array(powers.dropFirst())
-        #expect(powers.first == [.boolean(true)] && cycles.count >= 2 && cycles.count % 2 == 0)
+        #expect(powers.first == [.boolean(true)] && cycles.count >= 2)
         #expect(cycles.enumerated().allSatisfy { $0.element == [.boolean($0.offset % 2 == 1)] })
         let poweredOff = try #require(calls.firstIndex { $0.member == "Set Powered" && $0.arguments == [.boolean(false)] })
         #expect(calls[poweredOff...].contains { $0.member == "RegisterAdvertisement" })

@@ -35,7 +35,7 @@ struct ControlContractTests {
         .offered(id, peer), .declined(id, by: peer), .customerRefused(id, by: peer, PaymentError(.clockSkew)),
         .accepted(id, by: peer, total: try! Money(minorUnits: 2650, currency: Currency("JPY"))),
         .acceptanceRefused(id, by: peer, refusal), .outcomePending(id), .finished(id, by: peer, receipt),
-        .failed(id, by: peer, refusal), .cancelled(id), .expired(id), .settled(id),
+        .failed(id, by: peer, refusal), .cancelled(id), .expired(id), .settled(id, receipt),
         .settlementRefused(id, PaymentError(.preAuthorizationInvalid, "voucher_exceeded")),
     ]
 

@@ -100,7 +100,10 @@ import Testing
             }
 
             // Back: settled once, the merchant credited amount plus tip from the voucher's escrow.
-            #expect(try await shop.next(.settled, timeout: .seconds(20)).paymentID == id.description)
+            // With the receipt the ledger signed for it, as an online payment's.
+            let settled = try await shop.next(.settled, timeout: .seconds(20))
+            #expect(settled.paymentID == id.description && settled.details.receiptStatus == "settled")
+            #expect(settled.details.transactionID != nil && settled.details.amount == 2550 && settled.details.tip == 100)
             #expect(try queue.outcome(of: id) == .settled)
             #expect(try await waiting(bus, ["--now"]) == Waiting(waiting: 0, totals: [:], ledger_reachable: true))
             let credited = try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted

@@ -119,7 +119,7 @@ import Testing
             clock: DaemonContext.systemClock, logger: Logger(label: "blepay.crash") { _ in SwiftLogNoOpLogHandler() })
         let reporting = Task {
             for await event in settlement.events {
-                if case .settled(let id) = event { FileHandle.standardOutput.write(Data("settled \(id)\n".utf8)) }
+                if case .settled(let id, _) = event { FileHandle.standardOutput.write(Data("settled \(id)\n".utf8)) }
             }
         }
         let pairs = try String(contentsOfFile: directory + "/pairs", encoding: .utf8).split(separator: "\n")

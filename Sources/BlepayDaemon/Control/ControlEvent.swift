@@ -98,7 +98,9 @@ public struct ControlEvent: Sendable, Hashable, Codable {
             details.add(error)
         case .cancelled(let payment): (kind, id) = (.cancelled, payment)
         case .expired(let payment): (kind, id) = (.expired, payment)
-        case .settled(let payment): (kind, id) = (.settled, payment)
+        case .settled(let payment, let receipt):
+            (kind, id) = (.settled, payment)
+            if let receipt { details.add(receipt) }
         case .settlementRefused(let payment, let error):
             (kind, id) = (.settlementRefused, payment)
             details.add(error)

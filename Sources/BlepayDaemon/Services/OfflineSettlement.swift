@@ -3,6 +3,7 @@ import BlepayLedger
 import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol
+import Foundation
 import Logging
 import Synchronization
 
@@ -114,13 +115,16 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         }
         reached(true)
         var outcomes: [PaymentID: SettlementQueue.Outcome] = [:]
+        var receipts: [PaymentID: Receipt] = [:]
         for item in batch.items {
-            guard let answer = results.results.first(where: { $0.paymentId == item.request.paymentID.description })
-            else { continue }
-            outcomes[item.request.paymentID] = switch answer.result {
+            let id = item.request.paymentID
+            guard let answer = results.results.first(where: { $0.paymentId == id.description }) else { continue }
+            outcomes[id] = switch answer.result {
             case .settled, .alreadySettled: .settled
             default: .refused(answer.result.rawValue)
             }
+            receipts[id] = answer.receipt.flatMap { Data(base64Encoded: $0) }.flatMap { try? Receipt(encoded: Array($0)) }
+                .flatMap { $0.paymentID == id && $0.status == .settled ? $0 : nil }
         }
         do {
             try queue.close(batch, outcomes: outcomes, at: clock())
@@ -131,7 +135,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         for (id, outcome) in outcomes.sorted(by: { $0.key.description < $1.key.description }) {
             switch outcome {
             case .settled:
-                continuation.yield(.settled(id))
+                continuation.yield(.settled(id, receipts[id]))
             case .refused(let code):
                 logger.warning("the ledger refused an offline payment", metadata: ["payment": "\(id)", "code": "\(code)"])
                 continuation.yield(.settlementRefused(id, PaymentError(.preAuthorizationInvalid, code)))
