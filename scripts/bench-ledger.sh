@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The ledger's durable throughput, side by side in one run (release builds, loopback HTTP, this machine's disk):
-#   ledger-sqlite        complete payments/s and p50/p99 of one payment at concurrency 32: one process, SQLite
+#   ledger-sqlite        complete payments/s and p50/p99 of one payment at concurrency 32: one process, SQLite;
+#                        and offline payments settled/s, uploaded in batches of 100 (POST /v1/settlements)
 #   ledger-postgres-2x   the same with two processes on one PostgreSQL database, the load split across both
 #   sqlite-raw           durable SQLite transactions/s on the same disk (one INSERT each, one connection, WAL,
 #                        synchronous FULL): the physical limit one-fsync-per-commit storage has
 # A complete payment is the business's POST /v1/payments then the customer's POST /v1/payments/{id}/acceptance,
 # answered `settled`; anything else is an error and fails the bench. Messages are signed before timing starts.
 # Prints only 'bench:' lines; the logs are shown on failure. Run as root (it starts PostgreSQL with
-# scripts/postgres.sh). Usage: scripts/bench-ledger.sh [PAYMENTS [CONCURRENCY]]
+# scripts/postgres.sh). Usage: scripts/bench-ledger.sh [PAYMENTS [CONCURRENCY [SETTLEMENTS]]]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 payments=${1:-8000}
 concurrency=${2:-32}
+settlements=${3:-4000}
 warm_up=500
 admin_url=postgres://blepay:blepay@127.0.0.1:5432/blepay
 # Release builds of their own, so this never waits on or disturbs the debug build in .build.
@@ -104,6 +106,14 @@ start sqlite --state-directory "$work/sqlite"
     2>"$work/load-sqlite.log" || fail "the load on SQLite"
 stop_servers
 audit sqlite --state-directory "$work/sqlite"
+
+# (a') SQLite again, offline payments settled as a business uploads them: batches of 100 signed pairs, each under a
+# customer's voucher (the vouchers are issued, and every pair signed, before the clock starts).
+start settle --state-directory "$work/settle"
+"$load" settlements --url "$url" --admin-token-file "$work/settle/admin.token" --payments "$settlements" \
+    --label ledger-sqlite 2>"$work/load-settle.log" || fail "the settlement load"
+stop_servers
+audit settle --state-directory "$work/settle"
 
 # (b) PostgreSQL: two processes on one fresh database, sharing the state directory's ledger key and admin token
 # (the first creates them, the second starts once the first is healthy).

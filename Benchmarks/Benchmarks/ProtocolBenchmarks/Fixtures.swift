@@ -14,6 +14,13 @@ enum Fixtures {
         signature: .unsigned
     ).signed(by: merchantKey)
 
+    /// The same request from a business that cannot reach the ledger.
+    static let offlineRequest: PaymentRequest = try! PaymentRequest(
+        paymentID: .random(), amount: request.amount, reference: request.reference, merchantID: request.merchantID,
+        merchantName: request.merchantName, createdAt: created, expiresAt: request.expiresAt, businessOnline: false,
+        signature: .unsigned
+    ).signed(by: merchantKey)
+
     static let acceptance: PaymentAcceptance = try! PaymentAcceptance(
         paymentID: request.paymentID, amount: request.amount, tipMinorUnits: 250, instrumentID: "card-1",
         delegatedInstrument: false, createdAt: created.adding(milliseconds: 5_000), requestHash: request.hash,

@@ -47,6 +47,10 @@ let benchmarks: @Sendable () -> Void = {
         ("online-payment-att-bytes-mtu23", { try OnlinePayment.airUse(mtu: 23).bytes }),
         ("online-payment-att-packets-mtu517", { try OnlinePayment.airUse(mtu: 517).packets }),
         ("online-payment-att-bytes-mtu517", { try OnlinePayment.airUse(mtu: 517).bytes }),
+        ("offline-payment-att-packets-mtu23", { try OnlinePayment.airUse(mtu: 23, offline: true).packets }),
+        ("offline-payment-att-bytes-mtu23", { try OnlinePayment.airUse(mtu: 23, offline: true).bytes }),
+        ("offline-payment-att-packets-mtu517", { try OnlinePayment.airUse(mtu: 517, offline: true).packets }),
+        ("offline-payment-att-bytes-mtu517", { try OnlinePayment.airUse(mtu: 517, offline: true).bytes }),
     ]
     for (name, measure) in sizes {
         let metric = BenchmarkMetric.custom(name, polarity: .prefersSmaller, useScalingFactor: false)

@@ -7,7 +7,7 @@ struct LedgerLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "LedgerLoad",
         abstract: "Measures blepay-ledger's durable throughput and the disk's.",
-        subcommands: [Payments.self, RawSQLite.self])
+        subcommands: [Payments.self, Settlements.self, RawSQLite.self])
 
     struct Payments: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -45,6 +45,34 @@ struct LedgerLoadCommand: AsyncParsableCommand {
             try await PaymentLoad(
                 urls: urls, adminToken: token, count: payments, warmUp: warmUp, concurrency: concurrency,
                 customers: customers ?? concurrency, merchants: merchants, label: label, serverPIDs: serverPIDs
+            ).run()
+        }
+    }
+
+    struct Settlements: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "settlements",
+            abstract: "Offline payments settled over HTTP in batches, as a business uploads them when back online.")
+
+        @Option(help: "The ledger's base URL.") var url: String
+        @Option(help: "The file holding the ledger's admin token.") var adminTokenFile: String
+        @Option(help: "Payments settled.") var payments = 4_000
+        @Option(help: "Payments per batch (the ledger takes at most 100).") var batch = 100
+        @Option(help: "Batches in flight at once.") var concurrency = 4
+        @Option(help: "Customers, each paying under a voucher of its own.") var customers = 32
+        @Option(help: "The name printed on the bench line.") var label = "ledger"
+
+        func validate() throws {
+            guard payments > 0, (1...100).contains(batch), concurrency > 0, customers > 0 else {
+                throw ValidationError("--payments, --concurrency and --customers are at least 1; --batch is 1 to 100")
+            }
+        }
+
+        func run() async throws {
+            let token = try String(contentsOfFile: adminTokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            try await SettlementLoad(
+                url: url, adminToken: token, count: payments, batch: batch, concurrency: concurrency, customers: customers,
+                label: label
             ).run()
         }
     }

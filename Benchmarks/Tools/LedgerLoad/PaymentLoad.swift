@@ -24,14 +24,6 @@ struct PaymentLoad {
     let label: String
     let serverPIDs: [Int32]
 
-    /// An enrolled device with its key and a client for it per ledger process.
-    struct Party: Sendable {
-        let account: AccountResource
-        let key: SigningKey
-        let clients: [LedgerClient]
-        let instrument: String?
-    }
-
     /// One payment's signed messages and where they go.
     struct Job: Sendable {
         let request: PaymentRequest
@@ -79,28 +71,11 @@ struct PaymentLoad {
         @Sendable func client(_ url: String, _ credentials: LedgerClient.Credentials) -> LedgerClient {
             LedgerClient(baseURL: url, credentials: credentials, keys: nil, retry: .init(attempts: 1), http: http, logger: logger)
         }
-        let admin = client(urls[0], .bearer(adminToken))
-        let year = Calendar(identifier: .gregorian).component(.year, from: Date()) + 3
-
-        // The parties, as the ledger's own tests make them (RunningLedger.merchant and .customer), through the API.
-        @Sendable func enroll(_ kind: CreateAccount.Kind, _ name: String) async throws -> Party {
-            let account = try await admin.createAccount(CreateAccount(kind: kind, name: name))
-            let key = SigningKey()
-            let noiseKey = kind == .merchant ? SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }.hex : nil
-            let device = try await admin.with(.bearer(account.enrollmentToken!)).enroll(
-                RegisterDevice(name: kind == .merchant ? "till" : "phone", signingKey: key.publicKey.bytes.hex, noiseKey: noiseKey))
-            guard let secret = device.secret.flatMap({ Data(base64Encoded: $0) }) else {
-                throw LoadError("the ledger enrolled \(name)'s device without a secret")
-            }
-            let clients = urls.map { client($0, .device(id: device.id, secret: SymmetricKey(data: secret))) }
-            guard kind == .customer else { return Party(account: account, key: key, clients: clients, instrument: nil) }
-            let card = try await clients[0].addInstrument(CreateInstrument(card: .init(
-                number: "4242424242424242", expiryMonth: 12, expiryYear: year, cvc: "123")))
-            _ = try await admin.deposit(Deposit(amount: 1_000_000_000_000, currency: "EUR"), into: card.id)
-            return Party(account: account, key: key, clients: clients, instrument: card.id)
+        let enrollment = Enrollment(admin: client(urls[0], .bearer(adminToken))) { credentials in
+            urls.map { client($0, credentials) }
         }
-        async let merchantParties = parties(merchants, width: 8) { index in try await enroll(.merchant, "Bench Shop \(index)") }
-        async let customerParties = parties(customers, width: 8) { index in try await enroll(.customer, "Bench Customer \(index)") }
+        async let merchantParties = enrollment.parties(merchants) { index in try await enrollment.merchant("Bench Shop \(index)") }
+        async let customerParties = enrollment.parties(customers) { index in try await enrollment.customer("Bench Customer \(index)") }
         let (shops, people) = try await (merchantParties, customerParties)
 
         // Every message is signed before the clock starts; payment i goes to ledger process i mod the processes,
@@ -158,19 +133,6 @@ struct PaymentLoad {
             percentile(creates, 0.5), percentile(creates, 0.99), elapsed)).utf8))
         guard outcome.errors == 0 else {
             throw LoadError("\(outcome.errors) of \(count) payments failed: \(outcome.firstErrors.joined(separator: "; "))")
-        }
-    }
-
-    /// `count` parties made by `make(index)`, `width` at a time.
-    private func parties(_ count: Int, width: Int, _ make: @escaping @Sendable (Int) async throws -> Party) async throws -> [Party] {
-        try await withThrowingTaskGroup(of: (Int, Party).self) { group in
-            var made: [Party?] = Array(repeating: nil, count: count)
-            for index in 0..<count {
-                if index >= width, let done = try await group.next() { made[done.0] = done.1 }
-                group.addTask { (index, try await make(index)) }
-            }
-            for try await (index, party) in group { made[index] = party }
-            return made.map { $0! }
         }
     }
 
