@@ -1,5 +1,7 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
+import Logging
 
 /// Load for `make bench` (scripts/bench-ledger.sh): each subcommand prints one `bench:` line per measurement.
 @main
@@ -101,6 +103,26 @@ struct LedgerLoadCommand: AsyncParsableCommand {
             try RawSQLiteLoad(directory: directory, seconds: seconds, durable: synchronous == .full).run()
         }
     }
+}
+
+/// Runs `body` with an HTTP client pooled for `concurrency` requests in flight and a quiet logger, and shuts the
+/// client down after, whether `body` threw or not.
+func withLoadClient(
+    concurrency: Int, readSeconds: Int64, _ body: (HTTPClient, Logger) async throws -> Void
+) async throws {
+    var logger = Logger(label: "blepay.ledger-load")
+    logger.logLevel = .warning
+    var configuration = HTTPClient.Configuration()
+    configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(32, concurrency)
+    configuration.timeout = .init(connect: .seconds(10), read: .seconds(readSeconds))
+    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    do {
+        try await body(http, logger)
+    } catch {
+        try? await http.shutdown()
+        throw error
+    }
+    try await http.shutdown()
 }
 
 struct LoadError: Error, CustomStringConvertible {

@@ -52,19 +52,9 @@ struct PaymentLoad {
     }
 
     func run() async throws {
-        var logger = Logger(label: "blepay.ledger-load")
-        logger.logLevel = .warning
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(32, concurrency)
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        do {
+        try await withLoadClient(concurrency: concurrency, readSeconds: 60) { http, logger in
             try await measure(http: http, logger: logger)
-        } catch {
-            try? await http.shutdown()
-            throw error
         }
-        try await http.shutdown()
     }
 
     private func measure(http: HTTPClient, logger: Logger) async throws {

@@ -20,19 +20,9 @@ struct SettlementLoad {
     static let amount: UInt64 = 1_250
 
     func run() async throws {
-        var logger = Logger(label: "blepay.ledger-load")
-        logger.logLevel = .warning
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(32, concurrency)
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(120))
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        do {
+        try await withLoadClient(concurrency: concurrency, readSeconds: 120) { http, logger in
             try await measure(http: http, logger: logger)
-        } catch {
-            try? await http.shutdown()
-            throw error
         }
-        try await http.shutdown()
     }
 
     private func measure(http: HTTPClient, logger: Logger) async throws {
