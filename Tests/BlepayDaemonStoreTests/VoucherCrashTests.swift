@@ -3,6 +3,7 @@ import BlepayProtocol
 import Crypto
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 /// A customer killed (`SIGKILL`) at random points while it signs against a voucher: every use it got back was on
@@ -13,10 +14,7 @@ import Testing
     @Test func aKilledCustomerNeverSignsOneRangeTwice() async throws {
         let f = try WalletFixture()
         try f.wallet().add(try f.voucher(100_000_000))
-        // On a thread of its own: it sleeps and waits for processes, which must hold up none of the test tasks.
-        let signed = try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try Self.killChildren(400, f) }) }
-        }
+        let signed = try await onOwnThread { try Self.killChildren(400, f) }
         try Self.expectNothingSignedTwice(signed, f)
     }
 
@@ -24,24 +22,16 @@ import Testing
     static func killChildren(_ count: Int, _ f: WalletFixture) throws -> [String] {
         var signed: [String] = []
         var generator = SystemRandomNumberGenerator()
+        let environment = [
+            Self.childVariable: f.path,
+            "BLEPAY_WALLET_CRASH_KEYS": Data(f.device.publicKey.rawRepresentation + f.ledger.publicKey.rawRepresentation)
+                .base64EncodedString(),
+        ]
         for _ in 0..<count {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["--testing-library", "swift-testing", "--filter", "VoucherCrashTests.signUntilKilled"]
-            process.environment = ProcessInfo.processInfo.environment.merging([
-                Self.childVariable: f.path,
-                "BLEPAY_WALLET_CRASH_KEYS": Data(f.device.publicKey.rawRepresentation + f.ledger.publicKey.rawRepresentation)
-                    .base64EncodedString(),
-            ]) { $1 }
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            try process.run()
             // Started, then killed somewhere between opening the file and a few hundred uses in.
-            Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.6, using: &generator))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let output = try runTestChild(
+                "VoucherCrashTests.signUntilKilled", environment: environment,
+                killAfter: Double.random(in: 0.05...0.6, using: &generator))
             signed += output.split(separator: "\n").filter { $0.hasPrefix("signed ") }.map(String.init)
         }
         return signed

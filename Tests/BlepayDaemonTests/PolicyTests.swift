@@ -2,6 +2,7 @@ import BlepayDaemon
 import DBusKit
 import DBusTestSupport
 import Foundation
+import TestSupport
 import Testing
 
 /// `dbus/org.blepay.conf` on a bus with the system bus's default policy: root may own the daemons' names and call
@@ -14,11 +15,7 @@ import Testing
     /// Runs `dbus-send` on `bus` as uid and gid 65534 (nobody), in `groups`; returns its exit status and output.
     /// It waits on a thread of its own, never on one of the test runner's.
     static func dbusSend(_ bus: TestBus, groups: String? = nil, _ arguments: [String]) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try runDBusSend(bus, groups: groups, arguments) })
-            }
-        }
+        try await onOwnThread { try runDBusSend(bus, groups: groups, arguments) }
     }
 
     private static func runDBusSend(_ bus: TestBus, groups: String?, _ arguments: [String]) throws -> (Int32, String) {

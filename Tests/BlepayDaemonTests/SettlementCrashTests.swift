@@ -7,6 +7,7 @@ import Crypto
 import Foundation
 import LedgerTestSupport
 import Logging
+import TestSupport
 import Testing
 
 /// A business killed (`SIGKILL`) at random points between keeping offline payments and the ledger's answer to their
@@ -50,7 +51,7 @@ import Testing
             ]
 
             // Killed at random points, then one run to the end.
-            let reported = try await Self.offThePool { () throws -> [String] in
+            let reported = try await onOwnThread { () throws -> [String] in
                 var generator = SystemRandomNumberGenerator()
                 var reported: [String] = []
                 for _ in 0..<Self.kills {
@@ -72,32 +73,11 @@ import Testing
         }
     }
 
-    /// Runs `body` on a thread of its own: it sleeps and waits for processes, which must not hold up the tasks of
-    /// the ledger served in this process.
-    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
-    }
-
     /// One child run, killed after `killAfter` seconds (nil: waited for); the lines it printed.
     static func child(_ environment: [String: String], killAfter: Double?) throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--testing-library", "swift-testing", "--filter", "SettlementCrashTests.keepAndSettleUntilKilled"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        if let killAfter {
-            Thread.sleep(forTimeInterval: killAfter)
-            kill(process.processIdentifier, SIGKILL)
-        }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: output, as: UTF8.self).split(separator: "\n")
-            .filter { $0.hasPrefix("kept ") || $0.hasPrefix("settled ") || $0 == "done" }.map(String.init)
+        try runTestChild("SettlementCrashTests.keepAndSettleUntilKilled", environment: environment, killAfter: killAfter)
+            .split(separator: "\n").filter { $0.hasPrefix("kept ") || $0.hasPrefix("settled ") || $0 == "done" }
+            .map(String.init)
     }
 
     /// The child `aKilledBusinessSettlesEveryPaymentOnce` starts and kills: keeps each payment and settles what

@@ -59,12 +59,9 @@ public struct BuiltProduct: Sendable {
         return (process, pipe)
     }
 
-    /// Runs it to its end on a thread of its own, so that waiting for it holds up none of the test's tasks (a
-    /// daemon served in the test process answers it on those).
+    /// Runs it to its end on a thread of its own (`onOwnThread`).
     public func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try self.run(arguments) }) }
-        }
+        try await onOwnThread { try self.run(arguments) }
     }
 
     /// Runs it to its end: its exit status and all it printed.
@@ -74,4 +71,32 @@ public struct BuiltProduct: Sendable {
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
+}
+
+/// Runs `body` on a thread of its own, so that what it waits for (a process, a sleep) holds up none of the test's
+/// tasks: a daemon or ledger served in the test process answers on those.
+public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// This test binary run again for the one test `filter` names, which `environment` enables, killed with `SIGKILL`
+/// after `killAfter` seconds (nil: run to its end); its standard output. Blocks: call it `onOwnThread`.
+public func runTestChild(_ filter: String, environment: [String: String], killAfter: Double?) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["--testing-library", "swift-testing", "--filter", filter]
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    if let killAfter {
+        Thread.sleep(forTimeInterval: killAfter)
+        kill(process.processIdentifier, SIGKILL)
+    }
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: output, as: UTF8.self)
 }
