@@ -25,6 +25,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var ledgerURL = "http://127.0.0.1:8480"
     /// The ledger's Ed25519 public key: merchant certificates, receipts and vouchers must be signed by it.
     public var ledgerPublicKey: Key32?
+    /// Customer: how often the ledger is probed, in seconds; what decides whether an offline request is executed
+    /// here or paid under a pre-authorization, and what the advertisement says.
+    public var ledgerProbeSeconds = 10
     /// The account's enrollment token, used once to register this device; relative to the state directory.
     public var enrollmentTokenFile = "enrollment.token"
     public var stateDirectory: String
@@ -100,6 +103,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
                 url.host != nil
             else { throw section.error("url", "is an http:// or https:// URL") }
             try section.string("enrollment_token_file", into: &configuration.enrollmentTokenFile)
+            if role == .customer {
+                try section.integer("probe_interval_seconds", into: &configuration.ledgerProbeSeconds, in: 1...3600)
+            }
             var key = ""
             try section.string("public_key", into: &key)
             guard !key.isEmpty else { return }

@@ -11,9 +11,13 @@ public struct StoredVoucher: Sendable, Hashable {
 
     public var remainingMinorUnits: UInt64 { voucher.limit.minorUnits - min(spentMinorUnits, voucher.limit.minorUnits) }
 
-    /// Whether a payment of `total` may be signed against it at `now` (the customer's own clock).
+    /// Whether anything may still be signed against it at `now` (the customer's own clock).
+    public func isUsable(at now: Timestamp) -> Bool {
+        voidedAt == nil && remainingMinorUnits > 0 && voucher.issuedAt <= now && now < voucher.expiresAt
+    }
+
+    /// Whether a payment of `total` may be signed against it at `now`.
     public func covers(_ total: Money, at now: Timestamp) -> Bool {
-        voidedAt == nil && total.currency == voucher.limit.currency && voucher.issuedAt <= now
-            && now < voucher.expiresAt && total.minorUnits <= remainingMinorUnits
+        isUsable(at: now) && total.currency == voucher.limit.currency && total.minorUnits <= remainingMinorUnits
     }
 }

@@ -3,13 +3,20 @@ import BlepayProtocol
 /// The business's payment state machine. Each open request is offered to every connected customer, and to those
 /// who connect while it is open; the first valid acceptance is executed once; the winner gets the result and every
 /// other customer `otherPaid`. A refusal that concerns only the payer (its funds, instrument, key) fails that
-/// acceptance alone and the request stays open for everyone else; only one that concerns the request ends it. A
-/// value type: every input returns the actions to carry out. It is also the one record of each payment.
+/// acceptance alone and the request stays open for everyone else; only one that concerns the request ends it.
+///
+/// Who executes is decided once per payment, from what both sides signed (`docs/offline.md`): a request signed
+/// online is executed by the business; an offline one by the winning customer, after the business's go-ahead, when
+/// its acceptance is a plain one (it can reach the ledger), or kept for settlement when it presents a
+/// pre-authorization. A value type: every input returns the actions to carry out. It is also the one record of
+/// each payment.
 public struct BusinessMachine: Sendable {
     enum Phase: Sendable, Equatable {
         case open
         /// `pending`: the ledger's answer was unknown and a status look-up is under way.
         case executing(winner: PeerID, acceptance: PaymentAcceptance, pending: Bool)
+        /// An offline request the winner executes: it was sent the go-ahead and owes the ledger-signed receipt.
+        case customerExecuting(winner: PeerID, acceptance: PaymentAcceptance)
         /// `reason`: what a late acceptance is told (`already-paid`, `user-cancelled`, `expired`, or the refusal).
         case ended(reason: PaymentErrorCode, status: PaymentStatus)
     }
@@ -28,9 +35,15 @@ public struct BusinessMachine: Sendable {
         init(request: PaymentRequest) { self.request = request }
     }
 
+    /// How long past a request's expiry the winner of an offline request may take to bring the receipt, before
+    /// the outcome is taken as unknown and looked up at the ledger.
+    public static let customerAnswerGraceMilliseconds: UInt64 = 60_000
+
     private let verifier: any AcceptanceVerifier
     /// What is taken offline, for requests signed while the ledger could not be reached; nil: nothing is.
     private let offline: OfflinePolicy?
+    /// The ledger keys a receipt brought by a customer must be signed with; nil: no customer executes.
+    private let ledgerKeys: TrustedLedgerKeys?
     /// The largest tip accepted, in percent of the amount: a guard against a mistyped tip.
     private let maximumTipPercent: UInt64
     private var peers: [PeerID: PeerSession] = [:]
@@ -39,10 +52,12 @@ public struct BusinessMachine: Sendable {
     }
 
     public init(
-        verifier: any AcceptanceVerifier = SignatureVerifier(), offline: OfflinePolicy? = nil, maximumTipPercent: UInt64 = 100
+        verifier: any AcceptanceVerifier = SignatureVerifier(), offline: OfflinePolicy? = nil,
+        ledgerKeys: TrustedLedgerKeys? = nil, maximumTipPercent: UInt64 = 100
     ) {
         self.verifier = verifier
         self.offline = offline
+        self.ledgerKeys = ledgerKeys
         self.maximumTipPercent = min(maximumTipPercent, 10_000)
     }
 
@@ -54,13 +69,20 @@ public struct BusinessMachine: Sendable {
         return actions
     }
 
-    /// The link closed. The customer leaves every offer; a payment it won stays with the ledger.
-    public mutating func disconnected(_ peer: PeerID) {
-        guard peers.removeValue(forKey: peer) != nil else { return }
+    /// The link closed. The customer leaves every offer; a payment it won stays with the ledger, and one it was
+    /// executing is looked up there, since it may have been paid.
+    public mutating func disconnected(_ peer: PeerID) -> [BusinessAction] {
+        guard peers.removeValue(forKey: peer) != nil else { return [] }
+        var actions: [BusinessAction] = []
         for payment in payments.newestFirst where payment.offered.contains(peer) || payment.declined.contains(peer) {
-            payments[payment.request.paymentID]?.offered.remove(peer)
-            payments[payment.request.paymentID]?.declined.remove(peer)
+            let id = payment.request.paymentID
+            payments[id]?.offered.remove(peer)
+            payments[id]?.declined.remove(peer)
         }
+        for payment in payments.newestFirst {
+            if case .customerExecuting(peer, _) = payment.phase { actions += lookUp(payment.request.paymentID) }
+        }
+        return actions
     }
 
     /// Opens a request (signed by the driver with the merchant key) and offers it to every connected customer.
@@ -80,7 +102,7 @@ public struct BusinessMachine: Sendable {
         case .open:
             return close(id, .userCancelled, .cancelled,
                 telling: .cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled)), event: .cancelled(id))
-        case .executing: throw PaymentError(.alreadyPaid, "the payment is being executed")
+        case .executing, .customerExecuting: throw PaymentError(.alreadyPaid, "the payment is being executed")
         case .ended: throw PaymentError(.notFound, "the payment has ended")
         }
     }
@@ -96,17 +118,25 @@ public struct BusinessMachine: Sendable {
             // A customer that could not take a request (its clock is off, say) leaves it, and the business hears why.
             guard let id = error.paymentID else { return [] }
             return leave(id, peer, event: .customerRefused(id, by: peer, PaymentError(error.code, error.detail)))
-        case .paymentRequest, .paymentResult, .otherPaid:
-            // A result from an online customer executing for an offline business is the offline flow's; the
-            // rest is not a customer's to send.
+        case .paymentResult(let result):
+            return executedByCustomer(result, from: peer, at: now)
+        case .paymentRequest, .otherPaid, .goAhead:
             return []
         }
     }
 
     /// The ledger answered an execution or a status look-up.
     public mutating func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome, at now: Timestamp) -> [BusinessAction] {
+        conclude(id, outcome, toldByWinner: false, at: now)
+    }
+
+    /// Ends an execution with its outcome; the winner is sent the result unless it is the one who told it.
+    private mutating func conclude(_ id: PaymentID, _ outcome: LedgerOutcome, toldByWinner: Bool, at now: Timestamp)
+        -> [BusinessAction]
+    {
         guard var payment = payments[id], case .executing(let winner, let acceptance, let pending) = payment.phase
         else { return [] }
+        let tellWinner = peers[winner] != nil && !toldByWinner
         switch outcome {
         case .executed(let receipt):
             guard receipt.paymentID == id, receipt.amount == acceptance.amount,
@@ -120,40 +150,40 @@ public struct BusinessMachine: Sendable {
             payment.result = (winner, .paymentResult(result))
             payment.receipt = receipt
             payments[id] = payment
-            let toWinner: [BusinessAction] = peers[winner] != nil ? [.send(winner, .paymentResult(result))] : []
+            let toWinner: [BusinessAction] = tellWinner ? [.send(winner, .paymentResult(result))] : []
             return toWinner + close(id, .alreadyPaid, .finished, telling: .otherPaid(OtherPaid(paymentID: id)),
                 event: .finished(id, by: winner, receipt))
         case .notExecuted(let error) where error.code.concernsPayer:
-            payment.phase = .open
-            payment.offered.remove(winner)
-            payment.declined.insert(winner)
-            payments[id] = payment
-            let told: [BusinessAction] = peers[winner] != nil ? [.send(winner, Self.failure(id, error.code))] : []
-            return told + [.emit(.acceptanceRefused(id, by: winner, error))] + tick(at: now)
+            return reopen(id, refusing: winner, error, tell: tellWinner, at: now)
         case .notExecuted(let error):
             // The others learn only that the request was withdrawn: why the winner's payment failed is the winner's.
             let result = Self.failure(id, error.code)
             payment.offered.remove(winner)
             payment.result = (winner, result)
             payments[id] = payment
-            let toWinner: [BusinessAction] = peers[winner] != nil ? [.send(winner, result)] : []
+            let toWinner: [BusinessAction] = tellWinner ? [.send(winner, result)] : []
             return toWinner + close(id, .userCancelled, .failed(error.code),
                 telling: .cancelPayment(CancelPayment(paymentID: id, reason: .userCancelled)),
                 event: .failed(id, by: winner, error))
         case .unknown:
-            payment.phase = .executing(winner: winner, acceptance: acceptance, pending: true)
-            payments[id] = payment
-            return (pending ? [] : [.emit(.outcomePending(id))]) + [.lookUpStatus(id)]
+            return pending ? [.lookUpStatus(id)] : lookUp(id)
         }
     }
 
-    /// Open requests past their expiry end with `expired`.
+    /// Open requests past their expiry end with `expired`; a winner executing an offline request that has not
+    /// brought its receipt within the grace after the expiry leaves the outcome to a look-up at the ledger.
     public mutating func tick(at now: Timestamp) -> [BusinessAction] {
         var actions: [BusinessAction] = []
-        for payment in payments.newestFirst.reversed() where payment.phase == .open && now >= payment.request.expiresAt {
+        for payment in payments.newestFirst.reversed() where now >= payment.request.expiresAt {
             let id = payment.request.paymentID
-            actions += close(id, .expired, .expired,
-                telling: .cancelPayment(CancelPayment(paymentID: id, reason: .expired)), event: .expired(id))
+            if payment.phase == .open {
+                actions += close(id, .expired, .expired,
+                    telling: .cancelPayment(CancelPayment(paymentID: id, reason: .expired)), event: .expired(id))
+            } else if case .customerExecuting = payment.phase,
+                now >= payment.request.expiresAt.adding(milliseconds: Self.customerAnswerGraceMilliseconds)
+            {
+                actions += lookUp(id)
+            }
         }
         return actions
     }
@@ -177,7 +207,7 @@ public struct BusinessMachine: Sendable {
         switch payment.phase {
         case .open:
             PaymentSnapshot(request: payment.request, peer: nil, status: .open, receipt: nil)
-        case .executing(let winner, _, _):
+        case .executing(let winner, _, _), .customerExecuting(let winner, _):
             PaymentSnapshot(request: payment.request, peer: winner, status: .accepted, receipt: nil)
         case .ended(_, let status):
             PaymentSnapshot(request: payment.request, peer: payment.result?.winner, status: status, receipt: payment.receipt)
@@ -204,7 +234,10 @@ public struct BusinessMachine: Sendable {
     /// A customer leaves an offer it was given; one it won stays with the ledger.
     private mutating func leave(_ id: PaymentID, _ peer: PeerID, event: BusinessEvent) -> [BusinessAction] {
         guard var payment = payments[id], payment.offered.contains(peer) else { return [] }
-        if case .executing(let winner, _, _) = payment.phase, winner == peer { return [] }
+        switch payment.phase {
+        case .executing(peer, _, _), .customerExecuting(peer, _): return []
+        default: break
+        }
         payment.offered.remove(peer)
         payment.declined.insert(peer)
         payments[id] = payment
@@ -217,7 +250,7 @@ public struct BusinessMachine: Sendable {
         let id = acceptance.paymentID
         guard let payment = payments[id] else { return refuse(id, peer, PaymentError(.notFound)) }
         switch payment.phase {
-        case .executing:
+        case .executing, .customerExecuting:
             // A repeat from the winner waits for the ledger like the first; anyone else hears `otherPaid` or the
             // withdrawal when the payment ends.
             return []
@@ -244,13 +277,21 @@ public struct BusinessMachine: Sendable {
         if let error = verifier.verify(acceptance, of: payment.request, session: session) {
             return refuseForGood(id, peer, error)
         }
-        // The signed request says who executes: the ledger through this business, or (offline) the queue.
+        // The signed request and acceptance say who executes: the ledger through this business; (offline) the
+        // customer, who can reach the ledger; or, under a pre-authorization, nobody until settlement.
         let execution: BusinessAction
         if payment.request.businessOnline {
             guard acceptance.preAuthorization == nil else {
                 return refuseForGood(id, peer, PaymentError(.preAuthorizationInvalid, "an online request is paid online"))
             }
             execution = .execute(payment.request, acceptance)
+        } else if acceptance.preAuthorization == nil {
+            guard ledgerKeys != nil else {
+                return refuseForGood(id, peer, PaymentError(.ledgerOffline, "this business cannot check a customer's receipt"))
+            }
+            payments[id]?.phase = .customerExecuting(winner: peer, acceptance: acceptance)
+            return [.emit(.accepted(id, by: peer, total: acceptance.total)),
+                .send(peer, .goAhead(GoAhead(paymentID: id, acceptanceHash: acceptance.hash)))]
         } else {
             guard let offline else {
                 return refuseForGood(id, peer, PaymentError(.ledgerOffline, "this business takes no offline payments"))
@@ -260,6 +301,59 @@ public struct BusinessMachine: Sendable {
         }
         payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
         return [.emit(.accepted(id, by: peer, total: acceptance.total)), execution]
+    }
+
+    /// The winner of an offline request reports how its execution went. A receipt counts only if it verifies with
+    /// the ledger keys held here, for this request, merchant, payer and total; a failure is the payer's unless it
+    /// ends the request (paid, expired, cancelled at the ledger); an unknown outcome is looked up by id.
+    private mutating func executedByCustomer(_ result: PaymentResult, from peer: PeerID, at now: Timestamp)
+        -> [BusinessAction]
+    {
+        let id = result.paymentID
+        guard let payment = payments[id], case .customerExecuting(peer, let acceptance) = payment.phase else { return [] }
+        payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
+        switch result.outcome {
+        case .finished(let receipt):
+            do throws(ProtocolError) {
+                try receipt.verify(paying: payment.request, with: acceptance, trusting: ledgerKeys ?? TrustedLedgerKeys([]))
+            } catch {
+                return conclude(id, .notExecuted(PaymentError(.securityFailure, "the customer's receipt: \(error.message)")),
+                    toldByWinner: false, at: now)
+            }
+            return conclude(id, .executed(receipt), toldByWinner: true, at: now)
+        case .failed(.outcomeUnknown, _):
+            return lookUp(id)
+        case .failed(let code, let detail) where [.alreadyPaid, .expired, .userCancelled].contains(code):
+            return conclude(id, .notExecuted(PaymentError(code, detail)), toldByWinner: true, at: now)
+        case .failed(let code, let detail):
+            // Told by the customer, not the ledger: anything but the request's own end is the payer's failure.
+            return reopen(id, refusing: peer, PaymentError(code, detail), tell: false, at: now)
+        }
+    }
+
+    /// The winner's payment failed for a reason of its own: the request is open again for everyone else.
+    private mutating func reopen(_ id: PaymentID, refusing winner: PeerID, _ error: PaymentError, tell: Bool,
+        at now: Timestamp) -> [BusinessAction]
+    {
+        guard var payment = payments[id] else { return [] }
+        payment.phase = .open
+        payment.offered.remove(winner)
+        payment.declined.insert(winner)
+        payments[id] = payment
+        let told: [BusinessAction] = tell ? [.send(winner, Self.failure(id, error.code))] : []
+        return told + [.emit(.acceptanceRefused(id, by: winner, error))] + tick(at: now)
+    }
+
+    /// The outcome of an execution is unknown: it is looked up at the ledger by payment id, never executed again.
+    private mutating func lookUp(_ id: PaymentID) -> [BusinessAction] {
+        guard let payment = payments[id] else { return [] }
+        switch payment.phase {
+        case .customerExecuting(let winner, let acceptance), .executing(let winner, let acceptance, false):
+            payments[id]?.phase = .executing(winner: winner, acceptance: acceptance, pending: true)
+            return [.emit(.outcomePending(id)), .lookUpStatus(id)]
+        default:
+            return []
+        }
     }
 
     /// Refuses an acceptance that cannot be mended on this connection: the customer hears a failed result and is

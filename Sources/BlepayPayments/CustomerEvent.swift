@@ -45,6 +45,11 @@ public enum CustomerAction: Sendable, Hashable {
     case sendAcceptance(PeerID, PaymentRequest, AcceptanceTerms, PeerSession)
     case disconnect(PeerID)
     case stopAdvertising
+    /// Execute this acceptance with the ledger (the business is offline and gave the go-ahead). Asked at most once
+    /// per payment; answered with `ledgerAnswered`.
+    case execute(PaymentRequest, PaymentAcceptance)
+    /// Look up the payment's status at the ledger (after an unknown outcome). Never an execution.
+    case lookUpStatus(PaymentID)
 }
 
 /// What the customer chose when accepting: the acceptance's content apart from what the request and session fix.

@@ -5,11 +5,16 @@ import BlepayProtocol
 /// actions to carry out, and nothing else happens. It is also the one record of where each payment stands.
 ///
 /// Requests reach `receive` only after the session layer has checked the merchant's certificate and the request's
-/// signature; acceptances leave as `sendAcceptance`, signed by the driver for the session given here.
+/// signature; acceptances leave as `sendAcceptance`, signed by the driver for the session given here, and come back
+/// to `acceptanceSigned` to be sent. An offline request whose acceptance is a plain one (this customer can reach the
+/// ledger) is executed here, once the business's go-ahead names that acceptance: the ledger's receipt is then sent
+/// to the business.
 public struct CustomerMachine: Sendable {
     enum Phase: Sendable, Hashable {
         case shown
         case accepted
+        /// The business's go-ahead came: this customer executes the payment with the ledger.
+        case executing
         /// A terminal event was emitted; the id is kept so a repeated message is ignored.
         case ended(PaymentStatus)
     }
@@ -22,6 +27,10 @@ public struct CustomerMachine: Sendable {
         /// counted from when it arrived, so that clocks that differ within the tolerance neither hide nor prolong it.
         let deadline: Timestamp
         var receipt: Receipt?
+        /// The acceptance as signed and sent.
+        var acceptance: PaymentAcceptance?
+        /// Whether this customer executed it (and so owes the business the result, again if asked).
+        var executedHere = false
     }
 
     /// How long after a request's expiry an accepted payment waits for the business's answer.
@@ -84,9 +93,43 @@ public struct CustomerMachine: Sendable {
             }
             return end(id, of: peer, from: [.shown, .accepted], .error(peer, id, PaymentError(error.code, error.detail)),
                 .failed(error.code))
+        case .goAhead(let goAhead):
+            return execute(goAhead, from: peer)
         case .paymentAcceptance:
             return [.emit(.error(peer, nil, PaymentError(.protocolViolation, "a business sent an acceptance"))),
                 .disconnect(peer)]
+        }
+    }
+
+    /// The driver signed the acceptance `sendAcceptance` asked for: it is kept (a go-ahead must name it) and sent.
+    public mutating func acceptanceSigned(_ acceptance: PaymentAcceptance) -> [CustomerAction] {
+        let id = acceptance.paymentID
+        guard let payment = payments[id], payment.phase == .accepted, payment.acceptance == nil else { return [] }
+        payments[id]?.acceptance = acceptance
+        return [.send(payment.peer, .paymentAcceptance(acceptance))]
+    }
+
+    /// The ledger answered this customer's execution (or a look-up of it). The business hears the outcome, the app
+    /// `finishedPayment` with the ledger's receipt or `error`; an unknown outcome is looked up by id, never
+    /// executed again.
+    public mutating func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) -> [CustomerAction] {
+        guard let payment = payments[id], payment.phase == .executing, let acceptance = payment.acceptance else { return [] }
+        let peer = payment.peer
+        switch outcome {
+        case .executed(let receipt):
+            guard receipt.status == .settled, receipt.paymentID == id, receipt.amount == acceptance.amount,
+                receipt.tipMinorUnits == acceptance.tipMinorUnits, receipt.payerKey == acceptance.customerKey,
+                let result = try? PaymentResult(paymentID: id, outcome: .finished(receipt))
+            else { return [.lookUpStatus(id)] }
+            payments[id]?.receipt = receipt
+            return [.send(peer, .paymentResult(result))] + end(id, of: peer, from: [.executing], .finishedPayment(peer, receipt), .finished)
+        case .notExecuted(let error):
+            let told = (try? PaymentResult(paymentID: id, outcome: .failed(error.code, detail: nil))).map {
+                [CustomerAction.send(peer, .paymentResult($0))]
+            } ?? []
+            return told + end(id, of: peer, from: [.executing], .error(peer, id, error), .failed(error.code))
+        case .unknown:
+            return [.lookUpStatus(id)]
         }
     }
 
@@ -128,11 +171,11 @@ public struct CustomerMachine: Sendable {
             if payment.phase == .shown, now >= payment.deadline {
                 actions += end(id, of: payment.peer, from: [.shown], .error(payment.peer, id, PaymentError(.expired)),
                     .expired)
-            } else if payment.phase == .accepted,
+            } else if payment.phase == .accepted || payment.phase == .executing,
                 now >= payment.deadline.adding(milliseconds: Self.answerGraceMilliseconds)
             {
-                actions += end(id, of: payment.peer, from: [.accepted], .error(payment.peer, id, PaymentError(
-                    .outcomeUnknown, "no answer from the business; look the payment up by its id")),
+                actions += end(id, of: payment.peer, from: [.accepted, .executing], .error(payment.peer, id, PaymentError(
+                    .outcomeUnknown, "no final answer; look the payment up by its id")),
                     .failed(.outcomeUnknown))
             }
         }
@@ -158,7 +201,7 @@ public struct CustomerMachine: Sendable {
             let id = payment.request.paymentID
             actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(
                 .connectionFailed, "the business disconnected")), .failed(.connectionFailed))
-            actions += end(id, of: peer, from: [.accepted], .error(peer, id, PaymentError(
+            actions += end(id, of: peer, from: [.accepted, .executing], .error(peer, id, PaymentError(
                 .outcomeUnknown, "disconnected after accepting; look the payment up by its id")), .failed(.outcomeUnknown))
         }
         return actions + [.emit(.disconnected(peer))]
@@ -196,7 +239,7 @@ public struct CustomerMachine: Sendable {
     private static func snapshot(_ payment: Payment) -> PaymentSnapshot {
         let status: PaymentStatus = switch payment.phase {
         case .shown: .open
-        case .accepted: .accepted
+        case .accepted, .executing: .accepted
         case .ended(let status): status
         }
         return PaymentSnapshot(request: payment.request, peer: payment.peer, status: status, receipt: payment.receipt)
@@ -229,8 +272,31 @@ public struct CustomerMachine: Sendable {
         guard isReceiving, let payment = payments[paymentID] else { throw PaymentError(.notFound) }
         switch payment.phase {
         case .shown: return payment
-        case .accepted: throw PaymentError(.alreadyPaid, "already accepted")
+        case .accepted, .executing: throw PaymentError(.alreadyPaid, "already accepted")
         case .ended: throw PaymentError(.notFound, "the payment has ended")
+        }
+    }
+
+    /// The business chose this customer's acceptance of an offline request: it is executed here, once. A go-ahead
+    /// for an online request, or naming another acceptance, is not obeyed; one repeated after the end is answered
+    /// with the same result.
+    private mutating func execute(_ goAhead: GoAhead, from peer: PeerID) -> [CustomerAction] {
+        let id = goAhead.paymentID
+        guard let payment = payments[id], payment.peer == peer, let acceptance = payment.acceptance,
+            acceptance.hash == goAhead.acceptanceHash, !payment.request.businessOnline,
+            acceptance.preAuthorization == nil
+        else { return [] }
+        switch payment.phase {
+        case .accepted:
+            payments[id]?.phase = .executing
+            payments[id]?.executedHere = true
+            return [.execute(payment.request, acceptance)]
+        case .ended(.finished) where payment.executedHere:
+            guard let receipt = payment.receipt, let result = try? PaymentResult(paymentID: id, outcome: .finished(receipt))
+            else { return [] }
+            return [.send(peer, .paymentResult(result))]
+        default:
+            return []
         }
     }
 

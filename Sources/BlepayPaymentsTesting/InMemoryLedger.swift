@@ -16,6 +16,8 @@ public final class InMemoryLedger: PaymentLedger {
     private let state = Mutex<(executed: [PaymentID: Receipt], cancelled: Set<PaymentID>, executions: Int)>(([:], [], 0))
     private let behaviour: @Sendable (PaymentAcceptance) -> Behaviour
     private let latency: Duration
+    /// Signs the receipts, as the ledger's key does.
+    public let ledgerKey = SigningKey()
 
     /// `latency`: how long each execution takes, as a remote ledger's round trip would.
     public init(latency: Duration = .zero, behaviour: @escaping @Sendable (PaymentAcceptance) -> Behaviour = { _ in .execute }) {
@@ -39,10 +41,9 @@ public final class InMemoryLedger: PaymentLedger {
             switch behaviour {
             case .refuse(let code): return .notExecuted(PaymentError(code))
             case .execute, .executeAndLoseAnswer:
-                guard let receipt = try? Receipt(
-                    paymentID: id, status: .settled, transactionID: "tx-\(state.executed.count + 1)",
-                    amount: acceptance.amount, tipMinorUnits: acceptance.tipMinorUnits, issuedAt: acceptance.createdAt,
-                    ledgerSignature: .unsigned)
+                guard let receipt = try? Receipt.settled(
+                    request, acceptance, transactionID: "tx-\(state.executed.count + 1)", at: acceptance.createdAt,
+                    signedBy: ledgerKey)
                 else { return .notExecuted(PaymentError(.ledgerError, "no receipt")) }
                 state.executed[id] = receipt
                 if case .executeAndLoseAnswer = behaviour { return .unknown("the answer was lost") }

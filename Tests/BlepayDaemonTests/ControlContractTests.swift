@@ -22,7 +22,8 @@ struct ControlContractTests {
     static var id: PaymentID { request.paymentID }
     static let receipt = try! Receipt(
         paymentID: request.paymentID, status: .settled, transactionID: "pay:1", amount: request.amount, tipMinorUnits: 100,
-        issuedAt: fixedNow, ledgerSignature: .unsigned)
+        issuedAt: fixedNow, merchantID: "m_cafe", payerKey: Key32(Array(repeating: 7, count: 32)),
+        ledgerKeyID: FixedBytes(Array(repeating: 1, count: 8)), ledgerSignature: .unsigned)
     static let refusal = PaymentError(.insufficientFunds, "balance 3")
 
     /// One of every event each side emits.

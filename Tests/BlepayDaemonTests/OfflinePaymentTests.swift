@@ -12,10 +12,10 @@ import LedgerTestSupport
 import TestSupport
 import Testing
 
-/// Both sides offline, end to end: the business's and the customer's services with their real state files, joined
-/// by the in-memory network, against a real ledger (HTTP, SQLite) that goes down and comes back. A payment made
-/// while it is down rides on the customer's voucher, finishes pending settlement on both sides, waits in the
-/// business's state file, and is settled once, to the minor unit, when the ledger is back.
+/// Offline, end to end: the business's and the customer's services with their real state files, joined by the
+/// in-memory network, against a real ledger (HTTP, SQLite). A payment made while it is down rides on the customer's
+/// voucher, finishes pending settlement on both sides, waits in the business's state file, and is settled once, to
+/// the minor unit, when the ledger is back; one made while only the business is cut off is executed by the customer.
 @Suite(.timeLimit(.minutes(2))) struct OfflinePaymentTests {
     static let blepayctl = BuiltProduct("blepayctl", overriddenBy: "BLEPAYCTL")
 
@@ -25,15 +25,25 @@ import Testing
         let ledger_reachable: Bool
     }
 
-    /// `blepayctl settlement --json` against the business's control API on `bus`.
-    func waiting(_ bus: TestBus, _ more: [String] = []) async throws -> Waiting {
-        let run = try await Self.blepayctl.run(["settlement", "--json", "--bus", bus.address] + more)
-        #expect(run.status == 0, "\(run.output)")
-        return try JSONDecoder().decode(Waiting.self, from: Data(run.output.utf8))
-    }
+    /// A business and a customer, each service with its real state file, joined by the in-memory network, against
+    /// `ledger`. The business reaches the ledger through `businessLedger` (a dead address cuts it off alone).
+    struct Shop {
+        let merchant: RunningLedger.Party
+        let customer: RunningLedger.Party
+        let card: String
+        let vouchers: CustomerVouchers
+        let queue: SettlementQueue
+        let settlement: OfflineSettlement
+        let business: BusinessService
+        let phone: CustomerService
+        let reachability: LedgerReachability
+        let bus: TestBus
+        let shop: SignalQueue
+        let wallet: Recorder<CustomerEvent>
 
-    @Test func aPaymentMadeWhileTheLedgerIsDownFinishesPendingAndIsSettledOnceItIsBack() async throws {
-        try await RunningLedger.with(.sqlite) { ledger in
+        static func with<T>(
+            _ ledger: RunningLedger, businessCutOff: Bool = false, _ body: (Shop) async throws -> T
+        ) async throws -> T {
             let clock = DaemonContext.systemClock
             let merchant = try await ledger.merchant()
             let customer = try await ledger.customer(balance: 10_000)
@@ -43,19 +53,23 @@ import Testing
                 ledger: customer.client, deviceKey: customer.key.publicKey, trusting: [ledgerKey], clock: clock)
             _ = try await vouchers.obtain(instrumentID: card, limit: try Money(decimal: "40.00", currency: Currency("EUR")), lifetimeSeconds: 3600)
 
+            let businessClient = businessCutOff
+                ? LedgerClient(baseURL: "http://127.0.0.1:9", credentials: merchant.client.credentials,
+                    retry: .init(attempts: 1, timeout: .seconds(1)), logger: testLogger)
+                : merchant.client
             let queue = SettlementQueue(store: try DaemonStore(path: scratchFile("business-state.sqlite")))
             let settlement = OfflineSettlement(
-                queue: queue, ledger: merchant.client,
+                queue: queue, ledger: businessClient,
                 settings: .init(interval: .milliseconds(200), limits: .init(
                     maximumCount: 10, maximumTotalMinorUnits: 10_000, maximumAgeMilliseconds: 3_600_000)),
                 clock: clock, logger: testLogger)
             let network = InMemoryNetwork(certificate: testCertificate)
             let business = BusinessService(
                 links: BusinessService.Links(transport: network.business) { try await Task.sleep(for: .seconds(3600)) },
-                ledger: LedgerBackend(client: merchant.client), signer: merchant.key,
+                ledger: LedgerBackend(client: businessClient), signer: merchant.key,
                 merchant: .init(id: merchant.account.id, name: merchant.account.name),
                 offline: (OfflinePolicy(trusted: TrustedLedgerKeys([ledgerKey]), currency: try Currency("EUR"), maximumPaymentMinorUnits: 5_000), settlement),
-                settings: .init(), clock: clock, logger: testLogger)
+                ledgerKeys: TrustedLedgerKeys([ledgerKey]), settings: .init(), clock: clock, logger: testLogger)
             let bus = try TestBus()
             let control = try await bus.connect()
             let payments = Task { await business.runPayments() }
@@ -72,45 +86,101 @@ import Testing
             }
             let shop = SignalQueue(try await app.signals(
                 matching: DBusMatchRule(interface: ControlAPI.businessInterface, member: ControlAPI.eventSignal)))
+            let reachability = LedgerReachability(
+                ledger: customer.client, logger: testLogger, meaning: (reachable: "reachable", unreachable: "unreachable"))
             let phone = CustomerService(
                 links: {
                     let (transport, _) = network.connectCustomer()
                     return CustomerService.Links(transport: transport) { try await Task.sleep(for: .seconds(3600)) }
-                }, signer: vouchers.signer(customer.key), clock: clock, logger: testLogger)
+                },
+                signer: vouchers.signer(customer.key) { reachability.isReachable },
+                ledger: LedgerBackend(client: customer.client), clock: clock, logger: testLogger)
             let wallet = Recorder(phone.events)
             await phone.startReceiving()
             defer { network.shutdown() }
+            return try await body(Shop(
+                merchant: merchant, customer: customer, card: card, vouchers: vouchers, queue: queue, settlement: settlement,
+                business: business, phone: phone, reachability: reachability, bus: bus, shop: shop, wallet: wallet))
+        }
 
-            let id = try await ledger.down {
-                try await eventually("the ledger unreachable", within: .seconds(30)) { !settlement.ledgerReachable }
-                let id = try await business.request(amount: try Money(minorUnits: 2550, currency: Currency("EUR")), reference: "order-1")
-                try await wallet.contains("the offline request shown") {
-                    if case .receivedPayment(_, let r) = $0 { r.paymentID == id && !r.businessOnline } else { false }
-                }
-                try await phone.accept(id, amount: try Money(minorUnits: 2550, currency: Currency("EUR")), tipMinorUnits: 100, instrumentID: card, delegated: false)
-                // Both sides hear it finished, pending settlement; it waits in the business's state file.
-                try await wallet.contains("finishedPayment, pending") {
-                    if case .finishedPayment(_, let r) = $0 { r.paymentID == id && r.status == .pendingSettlement } else { false }
-                }
-                let finished = try await shop.next(.finished)
-                #expect(finished.paymentID == id.description && finished.details.receiptStatus == "pendingSettlement")
-                #expect(try queue.outcome(of: id) == nil)
-                #expect(try await waiting(bus) == Waiting(waiting: 1, totals: ["EUR": 2650], ledger_reachable: false))
-                return id
+        /// Opens a request of 25.50 EUR and has the customer accept it with a 1.00 tip once shown; returns its id.
+        func pay(online: Bool) async throws -> PaymentID {
+            let id = try await business.request(amount: try Money(minorUnits: 2550, currency: Currency("EUR")), reference: "order-1")
+            try await wallet.contains("the request shown") {
+                if case .receivedPayment(_, let r) = $0 { r.paymentID == id && r.businessOnline == online } else { false }
             }
+            try await phone.accept(id, amount: try Money(minorUnits: 2550, currency: Currency("EUR")), tipMinorUnits: 100, instrumentID: card, delegated: false)
+            return id
+        }
 
-            // Back: settled once, the merchant credited amount plus tip from the voucher's escrow.
-            // With the receipt the ledger signed for it, as an online payment's.
-            let settled = try await shop.next(.settled, timeout: .seconds(20))
-            #expect(settled.paymentID == id.description && settled.details.receiptStatus == "settled")
-            #expect(settled.details.transactionID != nil && settled.details.amount == 2550 && settled.details.tip == 100)
-            #expect(try queue.outcome(of: id) == .settled)
-            #expect(try await waiting(bus, ["--now"]) == Waiting(waiting: 0, totals: [:], ledger_reachable: true))
-            let credited = try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted
-            #expect(credited == 2650)
-            try await Task.sleep(for: .milliseconds(500))
-            #expect(try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted == 2650)
-            #expect(try await ledger.server.audit().isEmpty)
+        /// `blepayctl settlement --json` against the business's control API.
+        func waiting(_ more: [String] = []) async throws -> Waiting {
+            let run = try await OfflinePaymentTests.blepayctl.run(["settlement", "--json", "--bus", bus.address] + more)
+            #expect(run.status == 0, "\(run.output)")
+            return try JSONDecoder().decode(Waiting.self, from: Data(run.output.utf8))
+        }
+
+        func merchantBalance(_ ledger: RunningLedger) async throws -> Int64? {
+            try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted
+        }
+    }
+
+    @Test func aPaymentMadeWhileTheLedgerIsDownFinishesPendingAndIsSettledOnceItIsBack() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            try await Shop.with(ledger) { shop in
+                let id = try await ledger.down {
+                    try await eventually("the ledger unreachable", within: .seconds(30)) { !shop.settlement.ledgerReachable }
+                    #expect(await shop.reachability.probe() == false)
+                    let id = try await shop.pay(online: false)
+                    // Both sides hear it finished, pending settlement; it waits in the business's state file.
+                    try await shop.wallet.contains("finishedPayment, pending") {
+                        if case .finishedPayment(_, let r) = $0 { r.paymentID == id && r.status == .pendingSettlement } else { false }
+                    }
+                    let finished = try await shop.shop.next(.finished)
+                    #expect(finished.paymentID == id.description && finished.details.receiptStatus == "pendingSettlement")
+                    #expect(try shop.queue.outcome(of: id) == nil)
+                    #expect(try await shop.waiting() == Waiting(waiting: 1, totals: ["EUR": 2650], ledger_reachable: false))
+                    return id
+                }
+
+                // Back: settled once, the merchant credited amount plus tip from the voucher's escrow.
+                // With the receipt the ledger signed for it, as an online payment's.
+                let settled = try await shop.shop.next(.settled, timeout: .seconds(20))
+                #expect(settled.paymentID == id.description && settled.details.receiptStatus == "settled")
+                #expect(settled.details.transactionID != nil && settled.details.amount == 2550 && settled.details.tip == 100)
+                #expect(try shop.queue.outcome(of: id) == .settled)
+                #expect(try await shop.waiting(["--now"]) == Waiting(waiting: 0, totals: [:], ledger_reachable: true))
+                #expect(try await shop.merchantBalance(ledger) == 2650)
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(try await shop.merchantBalance(ledger) == 2650)
+                #expect(try await ledger.server.audit().isEmpty)
+            }
+        }
+    }
+
+    /// Only the business is cut off: the customer, who reaches the ledger, signs a plain acceptance, executes the
+    /// payment once the business's go-ahead names it, and hands the ledger-signed receipt over, which the business
+    /// checks offline. Settled at once on both sides; nothing waits for settlement and no voucher is touched.
+    @Test func aPaymentWhileOnlyTheBusinessIsOfflineIsExecutedByTheCustomer() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            try await Shop.with(ledger, businessCutOff: true) { shop in
+                try await eventually("the business cut off", within: .seconds(30)) { !shop.settlement.ledgerReachable }
+                #expect(await shop.reachability.probe())
+                let id = try await shop.pay(online: false)
+                try await shop.wallet.contains("finishedPayment, settled by the ledger") {
+                    if case .finishedPayment(_, let r) = $0 {
+                        r.paymentID == id && r.status == .settled && r.payerKey == shop.customer.key.publicKey
+                    } else { false }
+                }
+                let finished = try await shop.shop.next(.finished)
+                #expect(finished.paymentID == id.description && finished.details.receiptStatus == "settled")
+                #expect(finished.details.transactionID != nil && finished.details.tip == 100)
+                #expect(try await shop.merchantBalance(ledger) == 2650)
+                #expect(try shop.queue.outcome(of: id) == nil)
+                #expect(try await shop.waiting() == Waiting(waiting: 0, totals: [:], ledger_reachable: false))
+                #expect(try shop.vouchers.list().map(\.uses) == [0])
+                #expect(try await ledger.server.audit().isEmpty)
+            }
         }
     }
 }

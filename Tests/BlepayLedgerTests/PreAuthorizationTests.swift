@@ -176,7 +176,7 @@ import Testing
         let (preAuthorization, _) = try issued()
         let paid = offlinePayment(1, amount: 1_200, sequence: 1, voucher: preAuthorization.voucher)
         let settledAt = t0.adding(milliseconds: 5_000)
-        let receipt = try PreAuthorization.receipt(of: paid.1, settledAt: settledAt, signedBy: ledgerKey)
+        let receipt = try PreAuthorization.receipt(of: paid.0, paid.1, settledAt: settledAt, signedBy: ledgerKey)
         #expect(receipt.status == .settled && receipt.paymentID == paid.0.paymentID && receipt.issuedAt == settledAt)
         #expect(receipt.transactionID == PreAuthorization.transferID(of: paid.0.paymentID) && receipt.amount == money(1_200))
         #expect(isValidSignature(try #require(receipt.ledgerSignature), of: receipt.signingBytes, by: ledgerKey.publicKey))

@@ -62,9 +62,7 @@ import Testing
         #expect(m.receive(.paymentAcceptance(a1), from: p1, at: Fixture.later(301_000))
             == [.emit(.accepted(id, by: p1, total: Fixture.money(2650))), .queue(r, a1)])
         // Kept on disk: answered as an execution is, with a receipt pending settlement.
-        let pending = try Receipt(
-            paymentID: id, status: .pendingSettlement, transactionID: nil, amount: r.amount, tipMinorUnits: 100,
-            issuedAt: Fixture.later(301_500), ledgerSignature: nil)
+        let pending = try Receipt.pending(r, a1, at: Fixture.later(301_500))
         #expect(m.ledgerAnswered(id, .executed(pending), at: Fixture.later(301_500)) == [
             .send(p1, .paymentResult(try PaymentResult(paymentID: id, outcome: .finished(pending)))),
             .send(p2, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p1, pending)),
@@ -89,7 +87,8 @@ import Testing
     }
 
     static let refusals: [Case] = [
-        Case(name: "no presentation", code: .preAuthorizationInvalid) { Fixture.acceptance(of: $0.r) },
+        // A plain acceptance says the customer executes; without a ledger key to check its receipt, nobody can.
+        Case(name: "no presentation, no ledger key for a receipt", code: .ledgerOffline) { Fixture.acceptance(of: $0.r) },
         Case(name: "over the merchant's cap", code: .limitExceeded) { $0.acceptance(tip: 2_500) },
         Case(name: "signed by an unknown ledger key", code: .preAuthorizationInvalid) {
             $0.acceptance(voucher: $0.voucher(signer: SigningKey()))

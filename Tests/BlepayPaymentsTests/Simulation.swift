@@ -52,7 +52,7 @@ struct Simulation {
         guard connected.remove(peer) != nil else { return }
         toCustomer[peer] = nil
         toBusiness[peer] = nil
-        business.disconnected(peer)
+        apply(business.disconnected(peer))
         apply(customers[peer]!.disconnected(peer), of: peer)
     }
 
@@ -219,11 +219,14 @@ struct Simulation {
             case .send(_, let message): if connected.contains(peer) { toBusiness[peer, default: []].append(message) }
             case .sendAcceptance(_, let request, let terms, _):
                 let acceptance = Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
-                if connected.contains(peer) { toBusiness[peer, default: []].append(.paymentAcceptance(acceptance)) }
+                apply(customers[peer]!.acceptanceSigned(acceptance), of: peer)
             case .disconnect:
                 if !stopping { machineDisconnects.append(peer) }
                 disconnect(peer)
             case .stopAdvertising: break
+            // Every request here is online: a customer executing one would pay it a second way.
+            case .execute(let request, _): executedAgain.append(request.paymentID)
+            case .lookUpStatus: break
             }
         }
     }

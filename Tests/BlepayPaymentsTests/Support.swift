@@ -37,7 +37,8 @@ enum Fixture {
     static func receipt(for acceptance: PaymentAcceptance) -> Receipt {
         try! Receipt(
             paymentID: acceptance.paymentID, status: .settled, transactionID: "tx-1", amount: acceptance.amount,
-            tipMinorUnits: acceptance.tipMinorUnits, issuedAt: t0, ledgerSignature: signature)
+            tipMinorUnits: acceptance.tipMinorUnits, issuedAt: t0, merchantID: "m_cafe", payerKey: acceptance.customerKey,
+            ledgerKeyID: FixedBytes(Array(repeating: 1, count: 8)), ledgerSignature: signature)
     }
 
     static func terms(tip: UInt64 = 0, at t: Timestamp = t0) -> AcceptanceTerms {

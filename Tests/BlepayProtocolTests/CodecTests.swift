@@ -11,8 +11,15 @@ import Testing
         #expect(try Message(encoded: encoded).encoded == encoded)
     }
 
-    /// The committed vectors (`Vectors/messages.json`) are what a compatible peer must produce and accept.
+    /// The committed vectors (`Vectors/messages.json`) are what a compatible peer must produce and accept. Set
+    /// `BLEPAY_WRITE_VECTORS=1` to rewrite them after a deliberate wire change.
     @Test func messagesMatchTheCommittedVectors() throws {
+        if ProcessInfo.processInfo.environment["BLEPAY_WRITE_VECTORS"] == "1" {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(Dictionary(uniqueKeysWithValues: Sample.messages.map { ($0.0, $0.1.encoded.hex) }))
+                .write(to: Vectors.directory.appendingPathComponent("messages.json"))
+        }
         let vectors = try Vectors.load("messages.json", as: [String: String].self)
         #expect(vectors.count == Sample.messages.count)
         for (name, message) in Sample.messages {

@@ -100,11 +100,9 @@ struct OnlinePayment {
             throw Parties.Unexpected()
         }
         try business.verify(accepted, of: request)
-        let receipt = try Receipt(
-            paymentID: request.paymentID, status: .settled, transactionID: "tx-0001", amount: request.amount,
-            tipMinorUnits: accepted.tipMinorUnits, issuedAt: Parties.now.adding(milliseconds: 6_000),
-            ledgerSignature: Sample.signature
-        ).signed(by: Parties.ledgerKey)
+        let receipt = try Receipt.settled(
+            request, accepted, transactionID: "tx-0001", at: Parties.now.adding(milliseconds: 6_000),
+            signedBy: Parties.ledgerKey)
         let resultRecord = try business.seal(
             .paymentResult(PaymentResult(paymentID: request.paymentID, outcome: .finished(receipt))))
         guard case .paymentResult = try customer.open(resultRecord) else { throw Parties.Unexpected() }

@@ -33,10 +33,12 @@ enum Sample {
         signature: signature)
     static let receipt = try! Receipt(
         paymentID: paymentID, status: .settled, transactionID: "tx-0001", amount: Money(minorUnits: 2550, currency: eur),
-        tipMinorUnits: 250, issuedAt: created.adding(milliseconds: 6_000), ledgerSignature: signature)
+        tipMinorUnits: 250, issuedAt: created.adding(milliseconds: 6_000), merchantID: "m_cafe.42", payerKey: key,
+        ledgerKeyID: keyID, ledgerSignature: signature)
     static let pendingReceipt = try! Receipt(
         paymentID: paymentID, status: .pendingSettlement, transactionID: nil,
-        amount: Money(minorUnits: 2550, currency: eur), tipMinorUnits: 0, issuedAt: created, ledgerSignature: nil)
+        amount: Money(minorUnits: 2550, currency: eur), tipMinorUnits: 0, issuedAt: created, merchantID: "m_cafe.42",
+        payerKey: key, ledgerKeyID: nil, ledgerSignature: nil)
     static let certificate = try! MerchantCertificate(
         merchantID: "m_cafe.42", merchantName: "Café Zürich", signingKey: key, noiseKey: key, validFrom: created,
         validUntil: created.adding(milliseconds: 31_536_000_000), ledgerKeyID: keyID, signature: signature)
@@ -53,6 +55,7 @@ enum Sample {
             paymentID: paymentID, outcome: .failed(.insufficientFunds, detail: "balance 10.00 EUR")))),
         ("other-paid", .otherPaid(OtherPaid(paymentID: paymentID))),
         ("error", .error(try! ErrorMessage(code: .versionMismatch, paymentID: nil, detail: "versions 1"))),
+        ("go-ahead", .goAhead(GoAhead(paymentID: paymentID, acceptanceHash: hash))),
     ]
 }
 

@@ -29,6 +29,7 @@ public enum BusinessDaemon {
             links: BusinessService.Links(transport: transport) { try await transport.run { readiness.report("bluetooth") } },
             ledger: LedgerBackend(client: context.ledger), signer: context.identity.signingKey,
             merchant: .init(id: certificate.merchantID, name: certificate.merchantName), offline: offline(context),
+            ledgerKeys: context.trustedLedgerKeys,
             settings: .init(
                 requestLifetimeSeconds: context.configuration.requestLifetimeSeconds,
                 maximumTipPercent: context.configuration.maximumTipPercent),

@@ -6,6 +6,7 @@ import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol
 import ServiceLifecycle
+import Synchronization
 
 /// `blepayd customer`: receives payment requests over BLE from start until stopped, serves `org.blepay.Customer1`,
 /// and on SIGTERM ends every open payment with its event before it exits.
@@ -19,21 +20,34 @@ public enum CustomerDaemon {
             trustedLedgerKeys: context.trustedLedgerKeys,
             identityLifetime: .seconds(context.configuration.identityLifetimeSeconds),
             renewsAddress: context.configuration.renewAddress)
+        let vouchers = customerVouchers(context)
+        let reachability = LedgerReachability(ledger: context.ledger, logger: context.logger, meaning: (
+            reachable: "the ledger is reachable; an offline business's payments are executed here",
+            unreachable: "the ledger is unreachable; an offline business's payments are made under a pre-authorization"))
+        let advertised = Advertised()
         let service = CustomerService(
             links: {
                 let transport = CustomerTransport(
-                    adapter: context.adapter, configuration: settings, capabilities: [.online],
+                    adapter: context.adapter, configuration: settings, capabilities: advertised.capabilities,
                     logger: context.logger, clock: context.clock)
+                advertised.attach(transport)
                 return CustomerService.Links(transport: transport) {
                     try await transport.run { readiness.report("bluetooth") }
                 }
-            }, signer: vouchers(context).signer(context.identity.signingKey), clock: context.clock, logger: context.logger)
+            },
+            signer: vouchers.signer(context.identity.signingKey) { reachability.isReachable },
+            ledger: LedgerBackend(client: context.ledger), clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
+            // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.
+            ProbeService(interval: .seconds(context.configuration.ledgerProbeSeconds)) {
+                let online: Capabilities = await reachability.probe() ? .online : []
+                advertised.set(online.union(vouchers.holdsUsable() ? .preAuthorization : []))
+            },
             ControlService {
                 try await CustomerControl.serve(
                     service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger),
-                    vouchers: vouchers(context), clock: context.clock, logger: context.logger, ready: { readiness.report("bus") })
+                    vouchers: vouchers, clock: context.clock, logger: context.logger, ready: { readiness.report("bus") })
             },
             PaymentService(notify: notify, serve: { await service.run() }, shutdown: { await service.shutdown() }),
         ]
@@ -41,7 +55,7 @@ public enum CustomerDaemon {
 }
 
 /// The customer's vouchers: issued by the ledger to its device key, kept in its state file.
-private func vouchers(_ context: DaemonContext) -> CustomerVouchers {
+private func customerVouchers(_ context: DaemonContext) -> CustomerVouchers {
     let wallet = VoucherWallet(
         store: context.store, deviceKey: context.identity.signingKey.publicKey, trusting: context.trustedLedgerKeys)
     return CustomerVouchers(wallet: wallet, ledger: context.ledger, clock: context.clock)
@@ -69,4 +83,21 @@ private func wallet(_ ledger: LedgerClient) -> CustomerControl.Wallet {
                 throw error.paymentError
             }
         })
+}
+
+/// What the customer advertises (online, holding a pre-authorization), handed to each registration's transport.
+private final class Advertised: Sendable {
+    private let state = Mutex<(capabilities: Capabilities, transport: CustomerTransport?)>(([.online], nil))
+
+    var capabilities: Capabilities { state.withLock { $0.capabilities } }
+
+    func attach(_ transport: CustomerTransport) { state.withLock { $0.transport = transport } }
+
+    func set(_ capabilities: Capabilities) {
+        let transport = state.withLock { state in
+            state.capabilities = capabilities
+            return state.transport
+        }
+        transport?.setCapabilities(capabilities)
+    }
 }

@@ -47,6 +47,20 @@ struct ControlService: Service, CustomStringConvertible {
     func run() async throws { try await serve() }
 }
 
+/// Something done every `interval` while the daemon runs (a probe of the ledger), first at once.
+struct ProbeService: Service, CustomStringConvertible {
+    let interval: Duration
+    let probe: @Sendable () async -> Void
+    var description: String { "ProbeService" }
+
+    func run() async throws {
+        let (interval, probe) = (interval, probe)
+        await cancelWhenGracefulShutdown {
+            repeat { await probe() } while (try? await Task.sleep(for: interval)) != nil
+        }
+    }
+}
+
 /// WATCHDOG=1 at half the unit's interval, while the daemon runs.
 struct WatchdogService: Service, CustomStringConvertible {
     let notify: SystemdNotify

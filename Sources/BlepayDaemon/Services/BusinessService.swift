@@ -39,7 +39,8 @@ public actor BusinessService {
 
     public init(
         links: Links, ledger: any PaymentLedger, signer: any RequestSigner, merchant: BusinessDriver.Merchant,
-        offline: (policy: OfflinePolicy, settlement: OfflineSettlement)? = nil, settings: Settings,
+        offline: (policy: OfflinePolicy, settlement: OfflineSettlement)? = nil, ledgerKeys: TrustedLedgerKeys? = nil,
+        settings: Settings,
         clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         self.links = links
@@ -51,7 +52,7 @@ public actor BusinessService {
             offline: offline.map { policy, settlement in
                 BusinessDriver.Offline(policy: policy, queue: settlement) { settlement.ledgerReachable }
             },
-            merchant: merchant, maximumTipPercent: UInt64(settings.maximumTipPercent), clock: clock)
+            ledgerKeys: ledgerKeys, merchant: merchant, maximumTipPercent: UInt64(settings.maximumTipPercent), clock: clock)
     }
 
     /// Scans and serves customers until the calling task is cancelled (or the link layer fails, which is logged).

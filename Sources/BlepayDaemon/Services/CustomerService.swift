@@ -29,6 +29,7 @@ public actor CustomerService {
 
     private let makeLinks: @Sendable () -> Links
     private let signer: any AcceptanceSigner
+    private let ledger: (any PaymentLedger)?
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private var registration: Registration?
@@ -39,11 +40,12 @@ public actor CustomerService {
     public nonisolated let events: AsyncStream<CustomerEvent>
 
     public init(
-        links: @escaping @Sendable () -> Links, signer: any AcceptanceSigner, clock: @escaping @Sendable () -> Timestamp,
-        logger: Logger
+        links: @escaping @Sendable () -> Links, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
+        clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         makeLinks = links
         self.signer = signer
+        self.ledger = ledger
         self.clock = clock
         self.logger = logger
         (events, continuation) = AsyncStream.makeStream()
@@ -56,7 +58,7 @@ public actor CustomerService {
     public func startReceiving() {
         guard registration == nil else { return }
         let links = makeLinks()
-        let driver = CustomerDriver(transport: links.transport, signer: signer, clock: clock)
+        let driver = CustomerDriver(transport: links.transport, signer: signer, ledger: ledger, clock: clock)
         let logger = self.logger
         let serving = Task {
             do {

@@ -62,8 +62,17 @@ public struct CustomerVouchers: Sendable {
     }
 
     /// The signer of this device's acceptances: a request whose business is offline is paid under a voucher, its use
-    /// on disk before the acceptance is signed; any other as the ledger executes it.
-    public func signer(_ key: SigningKey) -> some AcceptanceSigner { VoucherSigner(key: key, vouchers: self) }
+    /// on disk before the acceptance is signed, unless `ledgerReachable` says this device executes it itself; any
+    /// other as the ledger executes it.
+    public func signer(_ key: SigningKey, ledgerReachable: @escaping @Sendable () -> Bool) -> some AcceptanceSigner {
+        VoucherSigner(key: key, vouchers: self, ledgerReachable: ledgerReachable)
+    }
+
+    /// Whether a voucher could pay something now: what the advertisement's pre-authorization bit says.
+    public func holdsUsable() -> Bool {
+        let now = clock()
+        return ((try? list()) ?? []).contains { $0.isUsable(at: now) }
+    }
 
     fileprivate func present(_ payment: PaymentID, total: Money) throws(PaymentError) -> PreAuthorizationPresentation {
         try walletCall { () throws(WalletError) in try wallet.present(payment, total: total, at: clock()) }
@@ -86,11 +95,15 @@ public struct CustomerVouchers: Sendable {
 private struct VoucherSigner: AcceptanceSigner {
     let key: SigningKey
     let vouchers: CustomerVouchers
+    let ledgerReachable: @Sendable () -> Bool
 
     func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, session: PeerSession) throws(PaymentError)
         -> PaymentAcceptance
     {
-        guard !request.businessOnline else { return try key.acceptance(of: request, terms: terms, session: session) }
+        // A plain acceptance of an offline request says this device executes it, after the business's go-ahead.
+        guard !request.businessOnline, !ledgerReachable() else {
+            return try key.acceptance(of: request, terms: terms, session: session)
+        }
         let total: Money
         do {
             total = try Money(minorUnits: request.amount.minorUnits + terms.tipMinorUnits, currency: request.amount.currency)

@@ -5,7 +5,6 @@ import BlepayPayments
 import BlepayProtocol
 import Foundation
 import Logging
-import Synchronization
 
 /// The business's payments taken offline, from acceptance to the ledger's verdict: each is kept in the state file
 /// under the merchant's limits before the customer hears it finished (`OfflineQueue`), then settled in batches
@@ -28,7 +27,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     private let settings: Settings
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
-    private let reachable = Mutex(true)
+    private let reachability: LedgerReachability
     private let rounds = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     /// `settled` and `settlementRefused`, as the ledger decides each payment.
@@ -43,11 +42,14 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         self.settings = settings
         self.clock = clock
         self.logger = logger
+        reachability = LedgerReachability(ledger: ledger, logger: logger, meaning: (
+            reachable: "the ledger is reachable; requests are online",
+            unreachable: "the ledger is unreachable; requests are offline"))
         (events, continuation) = AsyncStream.makeStream()
     }
 
     /// Whether the ledger answered the last call to it.
-    public var ledgerReachable: Bool { reachable.withLock { $0 } }
+    public var ledgerReachable: Bool { reachability.isReachable }
 
     public func keep(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> PaymentError? {
         do {
@@ -95,7 +97,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
                 sent = true
                 guard await send(batch) else { return }
             }
-            if !sent { reached(await probe()) }
+            if !sent { await reachability.probe() }
         } catch {
             logger.error("the settlement queue failed", metadata: ["error": "\(error)"])
         }
@@ -107,13 +109,13 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         do {
             results = try await ledger.settle(batch.items.map { ($0.request, $0.acceptance) }, operation: batch.idempotencyKey)
         } catch {
-            if case .unavailable = error { reached(false) }
+            if error.isUnavailable { reachability.record(false) }
             logger.warning("a settlement batch was not answered; it is sent again later", metadata: [
                 "batch": "\(batch.id)", "payments": "\(batch.items.count)", "error": "\(error)",
             ])
             return false
         }
-        reached(true)
+        reachability.record(true)
         var outcomes: [PaymentID: SettlementQueue.Outcome] = [:]
         var receipts: [PaymentID: Receipt] = [:]
         for item in batch.items {
@@ -143,22 +145,5 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         }
         logger.info("settlement batch answered", metadata: ["batch": "\(batch.id)", "decided": "\(outcomes.count)"])
         return true
-    }
-
-    private func probe() async -> Bool {
-        do {
-            _ = try await ledger.ledgerKey()
-            return true
-        } catch {
-            if case .unavailable = error { return false }
-            return true
-        }
-    }
-
-    private func reached(_ now: Bool) {
-        let before = reachable.withLock { state in defer { state = now }; return state }
-        if before != now {
-            logger.notice(now ? "the ledger is reachable; requests are online" : "the ledger is unreachable; requests are offline")
-        }
     }
 }

@@ -95,7 +95,7 @@ public struct LedgerPayment: Sendable, Hashable {
         guard status == .settled, let acceptance, let settledAt = history.last?.at else {
             throw LedgerError(.invalidStatus, "the payment is \(status.rawValue)")
         }
-        return try Receipt.settled(acceptance, transactionID: transferID, at: settledAt, signedBy: ledgerKey)
+        return try Receipt.signed(request, acceptance, transactionID: transferID, at: settledAt, by: ledgerKey)
     }
 
     /// The business withdraws the request; only before it is accepted.

@@ -150,10 +150,10 @@ public struct PreAuthorization: Sendable, Hashable {
     }
 
     /// The ledger-signed receipt of an offline payment settled from a voucher at `settledAt`, as an online payment's.
-    public static func receipt(of acceptance: PaymentAcceptance, settledAt: Timestamp, signedBy ledgerKey: SigningKey)
-        throws(LedgerError) -> Receipt
-    {
-        try Receipt.settled(acceptance, transactionID: transferID(of: acceptance.paymentID), at: settledAt, signedBy: ledgerKey)
+    public static func receipt(
+        of request: PaymentRequest, _ acceptance: PaymentAcceptance, settledAt: Timestamp, signedBy ledgerKey: SigningKey
+    ) throws(LedgerError) -> Receipt {
+        try Receipt.signed(request, acceptance, transactionID: transferID(of: acceptance.paymentID), at: settledAt, by: ledgerKey)
     }
 
     /// The customer stops new use at once: payments requested from `now` on are refused. What is left stays in

@@ -30,6 +30,6 @@ extension LedgerOperations {
             history: [LedgerPayment.Change(status: .executed, at: settledAt), LedgerPayment.Change(status: .settled, at: settledAt)])
         return SettledOffline(
             stored: StoredPayment(payment: payment, merchant: try row.text(0), customer: try row.text(4)),
-            receipt: try PreAuthorization.receipt(of: acceptance, settledAt: settledAt, signedBy: ledgerKey))
+            receipt: try PreAuthorization.receipt(of: request, acceptance, settledAt: settledAt, signedBy: ledgerKey))
     }
 }

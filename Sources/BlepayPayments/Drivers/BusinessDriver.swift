@@ -29,9 +29,8 @@ public actor BusinessDriver {
     private let signer: any RequestSigner
     private let merchant: Merchant
     private let clock: @Sendable () -> Timestamp
-    /// First pause before a status look-up; it doubles, up to 30 s, while the outcome stays unknown.
-    private let lookUpInterval: Duration
-    private var lookUps: [PaymentID: Int] = [:]
+    /// The pauses before status look-ups while an outcome stays unknown.
+    private var lookUps: LookUpBackoff
     private let tickInterval: Duration
     private let jobs = AsyncStream<Job>.makeStream()
     private let quiescence = Quiescence()
@@ -55,18 +54,20 @@ public actor BusinessDriver {
 
     public init(
         transport: any PaymentTransport, ledger: any PaymentLedger, signer: any RequestSigner,
-        verifier: any AcceptanceVerifier = SignatureVerifier(), offline: Offline? = nil, merchant: Merchant,
+        verifier: any AcceptanceVerifier = SignatureVerifier(), offline: Offline? = nil,
+        ledgerKeys: TrustedLedgerKeys? = nil, merchant: Merchant,
         maximumTipPercent: UInt64 = 100, lookUpInterval: Duration = .seconds(1), tickInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp
     ) {
-        machine = BusinessMachine(verifier: verifier, offline: offline?.policy, maximumTipPercent: maximumTipPercent)
+        machine = BusinessMachine(
+            verifier: verifier, offline: offline?.policy, ledgerKeys: ledgerKeys, maximumTipPercent: maximumTipPercent)
         self.offline = offline
         self.tickInterval = tickInterval
         self.transport = transport
         self.ledger = ledger
         self.signer = signer
         self.merchant = merchant
-        self.lookUpInterval = lookUpInterval
+        lookUps = LookUpBackoff(first: lookUpInterval)
         self.clock = clock
         (events, continuation) = AsyncStream.makeStream()
     }
@@ -132,7 +133,7 @@ public actor BusinessDriver {
         switch event {
         case .connected(let peer, let session): perform(machine.connected(peer, session, at: now))
         case .received(let peer, let message): perform(machine.receive(message, from: peer, at: now))
-        case .disconnected(let peer): machine.disconnected(peer)
+        case .disconnected(let peer): perform(machine.disconnected(peer))
         }
     }
 
@@ -150,9 +151,7 @@ public actor BusinessDriver {
         case .queue(let request, let acceptance):
             let id = request.paymentID
             guard let offline,
-                let receipt = try? Receipt(
-                    paymentID: id, status: .pendingSettlement, transactionID: nil, amount: acceptance.amount,
-                    tipMinorUnits: acceptance.tipMinorUnits, issuedAt: clock(), ledgerSignature: nil)
+                let receipt = try? Receipt.pending(request, acceptance, at: clock())
             else { return ledgerAnswered(id, .notExecuted(PaymentError(.ledgerOffline))) }
             // Once kept on disk the payment is the customer's signed promise, settled when the ledger is back.
             let refusal = await offline.queue.keep(request, acceptance)
@@ -161,7 +160,7 @@ public actor BusinessDriver {
     }
 
     private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
-        if case .unknown = outcome {} else { lookUps[id] = nil }
+        lookUps.answered(id, outcome)
         perform(machine.ledgerAnswered(id, outcome, at: clock()))
     }
 
@@ -181,9 +180,7 @@ public actor BusinessDriver {
             case .queue(let request, let acceptance):
                 jobs.continuation.yield(.queue(request, acceptance))
             case .lookUpStatus(let id):
-                let attempt = lookUps[id, default: 0]
-                lookUps[id] = attempt + 1
-                jobs.continuation.yield(.lookUp(id, after: min(lookUpInterval * (1 << min(attempt, 16)), .seconds(30))))
+                jobs.continuation.yield(.lookUp(id, after: lookUps.next(id)))
             }
         }
         if stopping { quiescence.check(machine.hasUnended) }

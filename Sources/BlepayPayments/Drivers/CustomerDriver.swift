@@ -1,11 +1,22 @@
 import BlepayProtocol
 
 /// Runs a `CustomerMachine` against a transport: the customer's side of blepay as an app uses it. `events` is the
-/// reference SDK's callback stream; it stays open, across any number of payments, until `stop`.
+/// reference SDK's callback stream; it stays open, across any number of payments, until `stop`. With a ledger it
+/// executes the offline requests the business gives it the go-ahead for; ledger calls run as child tasks of `run`.
 public actor CustomerDriver {
+    /// A call to the ledger, carried out in `run`'s task group.
+    private enum Job: Sendable {
+        case execute(PaymentRequest, PaymentAcceptance)
+        case lookUp(PaymentID, after: Duration)
+    }
+
     private var machine = CustomerMachine()
     private let transport: any PaymentTransport
     private let signer: any AcceptanceSigner
+    private let ledger: (any PaymentLedger)?
+    /// The pauses before status look-ups while an outcome stays unknown.
+    private var lookUps: LookUpBackoff
+    private let jobs = AsyncStream<Job>.makeStream()
     private let clock: @Sendable () -> Timestamp
     private let continuation: AsyncStream<CustomerEvent>.Continuation
     public nonisolated let events: AsyncStream<CustomerEvent>
@@ -15,12 +26,15 @@ public actor CustomerDriver {
     private var stopping = false
 
     public init(
-        transport: any PaymentTransport, signer: any AcceptanceSigner, tickInterval: Duration = .seconds(1),
+        transport: any PaymentTransport, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
+        tickInterval: Duration = .seconds(1), lookUpInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp, onStopAdvertising: (@Sendable () -> Void)? = nil
     ) {
         self.tickInterval = tickInterval
         self.transport = transport
         self.signer = signer
+        self.ledger = ledger
+        lookUps = LookUpBackoff(first: lookUpInterval)
         self.clock = clock
         self.onStopAdvertising = onStopAdvertising
         (events, continuation) = AsyncStream.makeStream()
@@ -30,16 +44,19 @@ public actor CustomerDriver {
     /// the calling task is cancelled.
     public func run() async {
         machine.start()
-        await withTaskGroup(of: Void.self) { group in
+        await withDiscardingTaskGroup { group in
             group.addTask { [self, tickInterval] in
                 while (try? await Task.sleep(for: tickInterval)) != nil { await tick() }
             }
-            group.addTask { [self, transport] in
+            group.addTask { [self, transport, jobs] in
                 for await event in transport.events {
                     guard await handle(event) else { break }
                 }
+                jobs.continuation.finish()
             }
-            await group.next()
+            for await job in jobs.stream {
+                group.addTask { [self] in await carryOut(job) }
+            }
             group.cancelAll()
         }
         continuation.finish()
@@ -81,6 +98,7 @@ public actor CustomerDriver {
     /// stream finishes.
     public func stop() {
         perform(machine.stop())
+        jobs.continuation.finish()
         continuation.finish()
     }
 
@@ -97,6 +115,24 @@ public actor CustomerDriver {
 
     private func tick() { perform(machine.tick(at: clock())) }
 
+    private func carryOut(_ job: Job) async {
+        switch job {
+        case .execute(let request, let acceptance):
+            guard let ledger else {
+                return ledgerAnswered(request.paymentID, .notExecuted(PaymentError(.ledgerOffline, "this customer has no ledger")))
+            }
+            ledgerAnswered(request.paymentID, await ledger.execute(request, acceptance))
+        case .lookUp(let id, let pause):
+            guard let ledger, (try? await Task.sleep(for: pause)) != nil else { return }
+            ledgerAnswered(id, await ledger.status(of: id))
+        }
+    }
+
+    private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
+        lookUps.answered(id, outcome)
+        perform(machine.ledgerAnswered(id, outcome))
+    }
+
     private func perform(_ actions: [CustomerAction]) {
         for action in actions {
             switch action {
@@ -104,13 +140,15 @@ public actor CustomerDriver {
             case .send(let peer, let message): transport.send(message, to: peer)
             case .sendAcceptance(let peer, let request, let terms, let session):
                 do {
-                    let acceptance = try signer.acceptance(of: request, terms: terms, session: session)
-                    transport.send(.paymentAcceptance(acceptance), to: peer)
+                    perform(machine.acceptanceSigned(try signer.acceptance(of: request, terms: terms, session: session)))
                 } catch {
                     perform(machine.acceptanceFailed(request.paymentID, error))
                 }
             case .disconnect(let peer): transport.disconnect(peer)
             case .stopAdvertising: onStopAdvertising?()
+            case .execute(let request, let acceptance): jobs.continuation.yield(.execute(request, acceptance))
+            case .lookUpStatus(let id):
+                jobs.continuation.yield(.lookUp(id, after: lookUps.next(id)))
             }
         }
         if stopping { quiescence.check(machine.hasUnended) }

@@ -10,6 +10,9 @@ extension Receipt: FieldCodable {
         w.money(4, amount)  // 4 amount, 5 currency
         w.uint(6, tipMinorUnits)
         w.uint(7, issuedAt.millisecondsSince1970)
+        w.string(8, merchantID)
+        w.bytes(9, payerKey.bytes)
+        w.bytes(10, ledgerKeyID?.bytes)
     }
 
     func encodeFields(into w: inout FieldWriter) {
@@ -24,7 +27,8 @@ extension Receipt: FieldCodable {
         try self.init(
             paymentID: r.paymentID(1), status: status, transactionID: r.optionalString(3, "transaction id", limit: 64),
             amount: r.money(4, "amount"), tipMinorUnits: r.uint(6, "tip"), issuedAt: r.timestamp(7, "issued at"),
-            ledgerSignature: r.optionalFixed(100))
+            merchantID: r.string(8, "merchant id", limit: 64), payerKey: r.fixed(9, "payer key"),
+            ledgerKeyID: r.optionalFixed(10), ledgerSignature: r.optionalFixed(100))
     }
 }
 

@@ -95,7 +95,7 @@ private func signing(_ context: String, _ encode: (inout FieldWriter) -> Void) -
 extension Message: WireCodable {
     /// Message type bytes; never reused.
     enum Kind: UInt8 {
-        case paymentRequest = 1, paymentAcceptance, cancelPayment, paymentResult, otherPaid, error
+        case paymentRequest = 1, paymentAcceptance, cancelPayment, paymentResult, otherPaid, error, goAhead
     }
 
     public var encoded: [UInt8] {
@@ -106,6 +106,7 @@ extension Message: WireCodable {
         case .paymentResult(let m): [Kind.paymentResult.rawValue] + m.fieldBytes
         case .otherPaid(let m): [Kind.otherPaid.rawValue] + m.fieldBytes
         case .error(let m): [Kind.error.rawValue] + m.fieldBytes
+        case .goAhead(let m): [Kind.goAhead.rawValue] + m.fieldBytes
         }
     }
 
@@ -122,6 +123,7 @@ extension Message: WireCodable {
         case .paymentResult: self = .paymentResult(try PaymentResult(fieldBytes: body))
         case .otherPaid: self = .otherPaid(try OtherPaid(fieldBytes: body))
         case .error: self = .error(try ErrorMessage(fieldBytes: body))
+        case .goAhead: self = .goAhead(try GoAhead(fieldBytes: body))
         case nil: throw ProtocolError(.unknownMessageType, "message type \(first)")
         }
     }

@@ -156,7 +156,7 @@ public struct Link: Sendable {
     /// No `default`, so that a new message needs a decision here.
     static func mayReceive(_ message: Message, as role: HandshakeState.Role) -> Bool {
         switch message {
-        case .paymentRequest, .otherPaid: role == .responder
+        case .paymentRequest, .otherPaid, .goAhead: role == .responder
         case .paymentAcceptance: role == .initiator
         case .cancelPayment, .paymentResult, .error: true
         }

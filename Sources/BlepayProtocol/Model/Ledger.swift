@@ -1,5 +1,6 @@
 /// Proof that a payment was executed (`settled`, signed by the ledger) or accepted under a pre-authorization while
-/// both sides were offline (`pendingSettlement`, unsigned until the ledger settles it).
+/// both sides were offline (`pendingSettlement`, unsigned until the ledger settles it). It names the merchant paid
+/// and the payer's device key, so that a receipt proves a payment to this merchant by this customer only.
 public struct Receipt: Sendable, Hashable {
     public enum Status: UInt8, Sendable, Hashable, CaseIterable {
         case settled = 1
@@ -13,15 +14,24 @@ public struct Receipt: Sendable, Hashable {
     public let amount: Money
     public let tipMinorUnits: UInt64
     public let issuedAt: Timestamp
+    /// The merchant the request was signed for.
+    public let merchantID: String
+    /// The key that signed the winning acceptance: the customer device that paid.
+    public let payerKey: Key32
+    /// The ledger key that signed it (the first 8 bytes of SHA-256 of its public key); present exactly when settled.
+    public let ledgerKeyID: FixedBytes<Bytes8>?
     /// Ed25519 by the ledger over the receipt's signing bytes; present exactly when settled.
     public let ledgerSignature: Signature64?
 
     public init(
         paymentID: PaymentID, status: Status, transactionID: String?, amount: Money, tipMinorUnits: UInt64,
-        issuedAt: Timestamp, ledgerSignature: Signature64?
+        issuedAt: Timestamp, merchantID: String, payerKey: Key32, ledgerKeyID: FixedBytes<Bytes8>?,
+        ledgerSignature: Signature64?
     ) throws(ProtocolError) {
-        guard (status == .settled) == (ledgerSignature != nil), (status == .settled) == (transactionID != nil) else {
-            throw ProtocolError(.invalidValue, "a settled receipt has a transaction id and the ledger's signature")
+        let settled = status == .settled
+        guard settled == (ledgerSignature != nil), settled == (transactionID != nil), settled == (ledgerKeyID != nil)
+        else {
+            throw ProtocolError(.invalidValue, "a settled receipt, and only one, has a transaction id and the ledger's key id and signature")
         }
         self.paymentID = paymentID
         self.status = status
@@ -31,7 +41,20 @@ public struct Receipt: Sendable, Hashable {
         self.amount = amount
         self.tipMinorUnits = tipMinorUnits
         self.issuedAt = issuedAt
+        self.merchantID = try Text.validateIdentifier(merchantID, field: "merchant id")
+        self.payerKey = payerKey
+        self.ledgerKeyID = ledgerKeyID
         self.ledgerSignature = ledgerSignature
+    }
+
+    /// The receipt a business gives for a payment it keeps for settlement: unsigned, pending.
+    public static func pending(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp)
+        throws(ProtocolError) -> Receipt
+    {
+        try Receipt(
+            paymentID: request.paymentID, status: .pendingSettlement, transactionID: nil, amount: acceptance.amount,
+            tipMinorUnits: acceptance.tipMinorUnits, issuedAt: now, merchantID: request.merchantID,
+            payerKey: acceptance.customerKey, ledgerKeyID: nil, ledgerSignature: nil)
     }
 }
 

@@ -12,6 +12,8 @@ public enum Message: Sendable, Hashable {
     case otherPaid(OtherPaid)
     /// Either direction.
     case error(ErrorMessage)
+    /// Business → customer: execute this acceptance of an offline request.
+    case goAhead(GoAhead)
 }
 
 /// Protocol versions and capabilities: what a customer advertises and what its info characteristic tells.

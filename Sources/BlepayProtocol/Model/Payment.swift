@@ -129,6 +129,20 @@ public struct PaymentResult: Sendable, Hashable {
     }
 }
 
+/// Business → customer, for an offline request: the business chose this customer's acceptance, the one whose hash it
+/// names, and asks the customer, who can reach the ledger, to execute it and return the ledger's receipt. A customer
+/// never executes an offline request without it, so that only one customer pays.
+public struct GoAhead: Sendable, Hashable {
+    public let paymentID: PaymentID
+    /// SHA-256 of the chosen acceptance's encoding.
+    public let acceptanceHash: Hash32
+
+    public init(paymentID: PaymentID, acceptanceHash: Hash32) {
+        self.paymentID = paymentID
+        self.acceptanceHash = acceptanceHash
+    }
+}
+
 /// Sent to every customer but the winner once another customer paid the request.
 public struct OtherPaid: Sendable, Hashable {
     public let paymentID: PaymentID

@@ -17,6 +17,9 @@ extension PaymentRequest {
 }
 
 extension PaymentAcceptance {
+    /// SHA-256 of the acceptance's full encoding: what a go-ahead names.
+    public var hash: Hash32 { try! Hash32(Array(SHA256.hash(data: encoded))) }
+
     /// The acceptance signed by the customer's device key; `customerKey` must be that key's public half.
     public func signed(by key: SigningKey) throws(ProtocolError) -> PaymentAcceptance {
         guard key.publicKey == customerKey else {
@@ -70,11 +73,37 @@ extension MerchantCertificate {
 }
 
 extension Receipt {
-    /// A settled receipt signed by the ledger (a pending one carries no signature).
-    public func signed(by ledgerKey: SigningKey) throws(ProtocolError) -> Receipt {
-        try Receipt(
-            paymentID: paymentID, status: status, transactionID: transactionID, amount: amount,
-            tipMinorUnits: tipMinorUnits, issuedAt: issuedAt, ledgerSignature: ledgerKey.sign(signingBytes))
+    /// The ledger's receipt of a settled payment, online or offline alike, signed by `ledgerKey`: what customer and
+    /// business keep, and anyone verifies offline with the ledger's public key. `transactionID` names the transfer.
+    public static func settled(
+        _ request: PaymentRequest, _ acceptance: PaymentAcceptance, transactionID: String, at settledAt: Timestamp,
+        signedBy ledgerKey: SigningKey
+    ) throws(ProtocolError) -> Receipt {
+        let unsigned = try Receipt(
+            paymentID: acceptance.paymentID, status: .settled, transactionID: transactionID, amount: acceptance.amount,
+            tipMinorUnits: acceptance.tipMinorUnits, issuedAt: settledAt, merchantID: request.merchantID,
+            payerKey: acceptance.customerKey, ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey),
+            ledgerSignature: .unsigned)
+        return try Receipt(
+            paymentID: unsigned.paymentID, status: .settled, transactionID: transactionID, amount: unsigned.amount,
+            tipMinorUnits: unsigned.tipMinorUnits, issuedAt: settledAt, merchantID: unsigned.merchantID,
+            payerKey: unsigned.payerKey, ledgerKeyID: unsigned.ledgerKeyID, ledgerSignature: ledgerKey.sign(unsigned.signingBytes))
+    }
+
+    /// Checks, with no network, that this receipt proves `acceptance` of `request` was paid (`docs/protocol.md`
+    /// §6.4): settled, signed by a trusted ledger key, for this payment, merchant, payer, amount and tip.
+    public func verify(paying request: PaymentRequest, with acceptance: PaymentAcceptance, trusting keys: TrustedLedgerKeys)
+        throws(ProtocolError)
+    {
+        guard status == .settled, let ledgerKeyID, let ledgerSignature else {
+            throw ProtocolError(.invalidValue, "the receipt is not a settled one")
+        }
+        guard let key = keys.key(id: ledgerKeyID), isValidSignature(ledgerSignature, of: signingBytes, by: key) else {
+            throw ProtocolError(.invalidSignature, "the receipt is not signed by a trusted ledger key")
+        }
+        guard paymentID == request.paymentID, merchantID == request.merchantID, payerKey == acceptance.customerKey,
+            amount == acceptance.amount, tipMinorUnits == acceptance.tipMinorUnits
+        else { throw ProtocolError(.invalidValue, "the receipt is for another payment, merchant, payer or total") }
     }
 }
 

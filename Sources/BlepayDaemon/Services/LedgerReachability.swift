@@ -1,0 +1,45 @@
+import BlepayLedgerClient
+import Logging
+import Synchronization
+
+/// Whether the ledger can be reached now: what the last call to it said, or a probe (`GET /v1/ledger-key`). Only an
+/// answer that never came counts as unreachable; a refusal is an answer. Each change is logged once, with what it
+/// means for this daemon's payments.
+public final class LedgerReachability: Sendable {
+    private let ledger: LedgerClient
+    private let reachable = Mutex(true)
+    private let logger: Logger
+    private let meaning: (reachable: String, unreachable: String)
+
+    /// `meaning`: the log lines for a ledger that came back and one that went away.
+    public init(ledger: LedgerClient, logger: Logger, meaning: (reachable: String, unreachable: String)) {
+        self.ledger = ledger
+        self.logger = logger
+        self.meaning = meaning
+    }
+
+    public var isReachable: Bool { reachable.withLock { $0 } }
+
+    /// Asks the ledger for its key and records whether it answered.
+    @discardableResult
+    public func probe() async -> Bool {
+        do {
+            _ = try await ledger.ledgerKey()
+            record(true)
+        } catch {
+            record(error.isUnavailable ? false : true)
+        }
+        return isReachable
+    }
+
+    /// What a call to the ledger just showed.
+    public func record(_ now: Bool) {
+        let before = reachable.withLock { state in defer { state = now }; return state }
+        if before != now { logger.notice("\(now ? meaning.reachable : meaning.unreachable)") }
+    }
+}
+
+extension LedgerClientError {
+    /// The ledger did not answer at all (as opposed to refusing).
+    var isUnavailable: Bool { if case .unavailable = self { true } else { false } }
+}
