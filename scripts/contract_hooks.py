@@ -38,7 +38,7 @@ BASE_URL = os.environ["BLEPAY_CONTRACT_URL"]
 STATS = os.environ.get("BLEPAY_CONTRACT_STATS")
 
 ADMIN = {"/v1/accounts", "/v1/accounts/{id}", "/v1/instruments/{id}/deposits", "/v1/instruments/{id}/block",
-         "/v1/instruments/{id}/unblock"}
+         "/v1/instruments/{id}/unblock", "/v1/double-spends"}
 PUBLIC = {"/v1/health", "/v1/ledger-key"}
 # The merchant's device creates and cancels payments and reads them (it is a party to every one of them).
 MERCHANT = {("POST", "/v1/payments"), ("POST", "/v1/payments/{id}/cancel"), ("GET", "/v1/payments/{id}")}

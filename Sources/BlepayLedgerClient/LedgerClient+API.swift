@@ -23,6 +23,11 @@ extension LedgerClient {
         try await post("/v1/instruments/\(instrument)/\(blocked ? "block" : "unblock")", Empty())
     }
 
+    /// The double spends the ledger refused, with their proofs.
+    public func doubleSpends() async throws(LedgerClientError) -> [DoubleSpendResource] {
+        try await get("/v1/double-spends", as: DoubleSpendList.self).doubleSpends
+    }
+
     // Enrollment (bearer: the account's enrollment token).
     /// Registers the device. Its idempotency key is kept until `enrolled(_:)`: the answer carries the device's only
     /// copy of its request secret, so an enrollment retried after a stop before the credentials were stored must be
@@ -99,6 +104,16 @@ extension LedgerClient {
             SettlementBatch.Item(request: Self.base64(request.encoded), acceptance: Self.base64(acceptance.encoded))
         })
         return try await post("/v1/settlements", batch, operation: operation)
+    }
+
+    /// The ledger-signed deny list as the ledger answered it; the caller verifies it with its trusted ledger keys
+    /// (`DenyList.verify`) before relying on it.
+    public func denyList() async throws(LedgerClientError) -> DenyList {
+        let resource: DenyListResource = try await get("/v1/deny-list")
+        guard let bytes = Data(base64Encoded: resource.denyList), let list = try? DenyList(encoded: [UInt8](bytes)) else {
+            throw LedgerClientError.invalidResponse("the deny list is not a DenyList")
+        }
+        return list
     }
 
     static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }

@@ -29,6 +29,7 @@ extension LedgerAPI {
         route(router, .post, "/v1/instruments/:id/unblock", .admin) { call, tx in
             try operations.block(tx, instrument: call.parameter("id"), blocked: false)
         }
+        route(router, .get, "/v1/double-spends", .admin) { _, tx in try operations.doubleSpends(tx) }
 
         // Enrollment.
         route(router, .post, "/v1/devices", .enrollment, success: 201) { call, tx in
@@ -83,6 +84,7 @@ extension LedgerAPI {
         route(router, .post, "/v1/settlements", .device) { call, tx in
             try operations.settle(tx, try call.decode(SettlementBatch.self), device: try call.device, at: call.now)
         }
+        route(router, .get, "/v1/deny-list", .device) { call, tx in try operations.denyList(tx, at: call.now) }
         return router
     }
 

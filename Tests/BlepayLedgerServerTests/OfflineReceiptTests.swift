@@ -25,7 +25,7 @@ import Testing
             let encoded = try #require(results.results[0].receipt)
             let receipt = try Receipt(encoded: [UInt8](try #require(Data(base64Encoded: encoded))))
             #expect(receipt.status == .settled && receipt.paymentID == request.paymentID)
-            #expect(receipt.transactionID == PreAuthorization.transferID(of: request.paymentID))
+            #expect(receipt.transactionID == PreAuthorization.transferID(of: voucher.voucher.voucherID, sequence: 1))
             #expect(receipt.amount.minorUnits == 1_000 && receipt.tipMinorUnits == 150)
             #expect(isValidSignature(try #require(receipt.ledgerSignature), of: receipt.signingBytes, by: ledger.server.ledgerKey.publicKey))
 

@@ -1,5 +1,6 @@
 import BlepayLedger
 import BlepayProtocol
+import TestSupport
 import Testing
 
 @Suite struct PreAuthorizationTests {
@@ -29,13 +30,14 @@ import Testing
     }
 
     /// An offline payment as a customer signs it: request by the merchant, acceptance presenting the voucher.
-    func offlinePayment(_ n: UInt8, amount: UInt64, sequence: UInt32, voucher: PreAuthorizationVoucher,
-        at created: Timestamp? = nil, acceptedAt: Timestamp? = nil, signer: SigningKey? = nil) -> (PaymentRequest, PaymentAcceptance)
+    func offlinePayment(_ n: UInt8, amount: UInt64, sequence: UInt32, voucher: PreAuthorizationVoucher, spentBefore: UInt64 = 0,
+        merchantID: String = "m_cafe", at created: Timestamp? = nil, acceptedAt: Timestamp? = nil, signer: SigningKey? = nil)
+        -> (PaymentRequest, PaymentAcceptance)
     {
         let created = created ?? t0.adding(milliseconds: 1_000)
         let request = try! PaymentRequest(
             paymentID: PaymentID(bytes: Array(repeating: n, count: 16)), amount: money(amount), reference: nil,
-            merchantID: "m_cafe", merchantName: "Café", createdAt: created, expiresAt: created.adding(milliseconds: 60_000),
+            merchantID: merchantID, merchantName: "Café", createdAt: created, expiresAt: created.adding(milliseconds: 60_000),
             businessOnline: false, signature: Signature64(Array(repeating: 0, count: 64))
         ).signed(by: merchantKey)
         let signer = signer ?? deviceKey
@@ -43,7 +45,7 @@ import Testing
             paymentID: request.paymentID, amount: request.amount, tipMinorUnits: 0, instrumentID: "card-1",
             delegatedInstrument: false, createdAt: acceptedAt ?? created, requestHash: request.hash,
             sessionHash: Hash32(Array(repeating: 3, count: 32)), customerKey: signer.publicKey,
-            preAuthorization: PreAuthorizationPresentation(voucher: voucher, sequence: sequence, spentBeforeMinorUnits: 0),
+            preAuthorization: PreAuthorizationPresentation(voucher: voucher, sequence: sequence, spentBeforeMinorUnits: spentBefore),
             signature: Signature64(Array(repeating: 0, count: 64))
         ).signed(by: signer)
         return (request, acceptance)
@@ -69,9 +71,9 @@ import Testing
         let first = offlinePayment(1, amount: 3_000, sequence: 1, voucher: voucher)
         #expect(settle(first) == .settled)
         #expect(settle(first) == .alreadySettled)
-        #expect(settle(offlinePayment(2, amount: 2_001, sequence: 2, voucher: voucher)) == .voucherExceeded)
-        #expect(settle(offlinePayment(3, amount: 100, sequence: 1, voucher: voucher)) == .sequenceReused)
-        #expect(settle(offlinePayment(4, amount: 2_000, sequence: 2, voucher: voucher)) == .settled)
+        #expect(settle(offlinePayment(2, amount: 2_001, sequence: 2, voucher: voucher, spentBefore: 3_000)) == .voucherExceeded)
+        #expect(settle(offlinePayment(3, amount: 100, sequence: 1, voucher: voucher, spentBefore: 3_000)) == .sequenceReused)
+        #expect(settle(offlinePayment(4, amount: 2_000, sequence: 2, voucher: voucher, spentBefore: 3_000)) == .settled)
         #expect(journal.balance(of: cafe, in: "EUR").posted == 5_000)
         #expect(journal.balance(of: preAuthorization.escrow, in: "EUR").posted == 0)
         #expect(preAuthorization.spent == 5_000)
@@ -140,7 +142,7 @@ import Testing
         // Still before the release, a payment requested before the void is brought after the voucher's expiry.
         let justBefore = Timestamp(millisecondsSince1970: preAuthorization.releaseAt.millisecondsSince1970 - 1)
         #expect(try !preAuthorization.release(at: justBefore, journal: &journal))
-        #expect(settle(offlinePayment(3, amount: 300, sequence: 3, voucher: voucher)) == .settled)
+        #expect(settle(offlinePayment(3, amount: 300, sequence: 3, voucher: voucher, spentBefore: 1_200)) == .settled)
 
         #expect(preAuthorization.releaseAt == voucher.expiresAt.adding(milliseconds: grace))
         #expect(try preAuthorization.release(at: preAuthorization.releaseAt, journal: &journal))
@@ -149,7 +151,7 @@ import Testing
         #expect(journal.balance(of: preAuthorization.escrow, in: "EUR").posted == 0)
         // Released once; after it, nothing settles, not even a payment requested before the void.
         #expect(try !preAuthorization.release(at: preAuthorization.releaseAt.adding(milliseconds: day), journal: &journal))
-        #expect(settle(offlinePayment(4, amount: 100, sequence: 4, voucher: voucher)) == .voucherVoided)
+        #expect(settle(offlinePayment(4, amount: 100, sequence: 4, voucher: voucher, spentBefore: 1_500)) == .voucherVoided)
         #expect(journal.balance(of: cafe, in: "EUR").posted == 1_500)
         #expect(journal.audit().isEmpty)
     }
@@ -176,9 +178,102 @@ import Testing
         let (preAuthorization, _) = try issued()
         let paid = offlinePayment(1, amount: 1_200, sequence: 1, voucher: preAuthorization.voucher)
         let settledAt = t0.adding(milliseconds: 5_000)
-        let receipt = try PreAuthorization.receipt(of: paid.0, paid.1, settledAt: settledAt, signedBy: ledgerKey)
+        let transferID = PreAuthorization.transferID(of: preAuthorization.voucher.voucherID, sequence: 1)
+        let receipt = try PreAuthorization.receipt(of: paid.0, paid.1, transferID: transferID, settledAt: settledAt, signedBy: ledgerKey)
         #expect(receipt.status == .settled && receipt.paymentID == paid.0.paymentID && receipt.issuedAt == settledAt)
-        #expect(receipt.transactionID == PreAuthorization.transferID(of: paid.0.paymentID) && receipt.amount == money(1_200))
+        #expect(receipt.transactionID == transferID && receipt.amount == money(1_200))
         #expect(isValidSignature(try #require(receipt.ledgerSignature), of: receipt.signingBytes, by: ledgerKey.publicKey))
+    }
+
+    @Test func aClaimedRangeMustLieWithinTheLimitAndOverlapNoSettledOne() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        func settle(_ payment: (PaymentRequest, PaymentAcceptance)) -> PreAuthorization.Settlement {
+            preAuthorization.settle(payment.0, payment.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+                ledgerKeys: ledgerKeys, journal: &journal)
+        }
+        // Uses 2 and 3 arrive before use 1: honest ranges are disjoint, so the order does not matter.
+        #expect(settle(offlinePayment(2, amount: 1_500, sequence: 2, voucher: voucher, spentBefore: 1_000)) == .settled)
+        #expect(settle(offlinePayment(3, amount: 2_000, sequence: 3, voucher: voucher, spentBefore: 2_500)) == .settled)
+        // Room is left (500 of 5,000), but [4,500, 5,100) is past the limit.
+        #expect(settle(offlinePayment(4, amount: 600, sequence: 4, voucher: voucher, spentBefore: 4_500)) == .voucherExceeded)
+        // [0, 1,000) is free, but [500, 1,500) overlaps use 2's range: the device signed both.
+        let overlapping = offlinePayment(5, amount: 1_000, sequence: 5, voucher: voucher, spentBefore: 500)
+        #expect(settle(overlapping) == .rangeOverlap)
+        let doubleSpend = try #require(preAuthorization.doubleSpend(of: overlapping.1))
+        #expect(doubleSpend.kind == .rangeOverlap && doubleSpend.settled.merchant == "m_cafe")
+        #expect(doubleSpend.settled.id == (try PaymentID(bytes: Array(repeating: 2, count: 16))))
+        let reused = offlinePayment(6, amount: 100, sequence: 3, voucher: voucher, spentBefore: 4_500)
+        #expect(settle(reused) == .sequenceReused)
+        #expect(preAuthorization.doubleSpend(of: reused.1)?.settled.id == (try PaymentID(bytes: Array(repeating: 3, count: 16))))
+        #expect(settle(offlinePayment(1, amount: 1_000, sequence: 1, voucher: voucher, spentBefore: 0)) == .settled)
+        #expect(preAuthorization.doubleSpend(of: offlinePayment(7, amount: 1, sequence: 9, voucher: voucher, spentBefore: 4_999).1) == nil)
+        #expect(journal.balance(of: cafe, in: "EUR").posted == 4_500)
+        #expect(journal.audit().isEmpty)
+    }
+
+    @Test func twoMerchantsPaymentsOfOneIdSettleFromOneVoucherUnderTransfersOfTheirOwn() throws {
+        var (preAuthorization, journal) = try issued()
+        let voucher = preAuthorization.voucher
+        let bakery = AccountID("merchant:bakery")
+        journal.open(bakery, kind: .merchant)
+        let atCafe = offlinePayment(1, amount: 1_000, sequence: 1, voucher: voucher, merchantID: "m_cafe")
+        let atBakery = offlinePayment(1, amount: 700, sequence: 2, voucher: voucher, spentBefore: 1_000, merchantID: "m_bakery")
+        #expect(preAuthorization.settle(atCafe.0, atCafe.1, merchantKey: merchantKey.publicKey, merchant: cafe,
+            ledgerKeys: ledgerKeys, journal: &journal) == .settled)
+        #expect(preAuthorization.settle(atBakery.0, atBakery.1, merchantKey: merchantKey.publicKey, merchant: bakery,
+            ledgerKeys: ledgerKeys, journal: &journal) == .settled)
+        #expect(preAuthorization.settle(atBakery.0, atBakery.1, merchantKey: merchantKey.publicKey, merchant: bakery,
+            ledgerKeys: ledgerKeys, journal: &journal) == .alreadySettled)
+        #expect(journal.balance(of: cafe, in: "EUR").posted == 1_000 && journal.balance(of: bakery, in: "EUR").posted == 700)
+        let transfers = Set(preAuthorization.uses.values.map(\.transferID))
+        #expect(transfers == [PreAuthorization.transferID(of: voucher.voucherID, sequence: 1),
+                              PreAuthorization.transferID(of: voucher.voucherID, sequence: 2)])
+        #expect(journal.audit().isEmpty)
+    }
+
+    /// Random honest customers' uses settle whatever the order and the merchant; a cheating customer's reused
+    /// sequences and overlapping ranges never settle twice nor past the limit.
+    @Test func honestUsesSettleInAnyOrderAndDoubleSpendsNeverPayTwice() throws {
+        var generator = SplitMix64(seed: 0x0FF_11E)
+        let merchants = ["m_cafe", "m_bakery", "m_kiosk"]
+        for round in 0..<200 {
+            var (preAuthorization, journal) = try issued()
+            let voucher = preAuthorization.voucher
+            let limit = voucher.limit.minorUnits
+            var honest: [(PaymentRequest, PaymentAcceptance)] = []
+            var spent: UInt64 = 0
+            for sequence in 1...UInt32.random(in: 1...12, using: &generator) where spent < limit {
+                let amount = UInt64.random(in: 1...min(limit - spent, 1_500), using: &generator)
+                honest.append(offlinePayment(UInt8(sequence), amount: amount, sequence: sequence, voucher: voucher,
+                    spentBefore: spent, merchantID: merchants.randomElement(using: &generator)!))
+                spent += amount
+            }
+            let cheating = round % 2 == 1
+            var items = honest
+            if cheating {
+                for n in 0..<UInt8.random(in: 1...6, using: &generator) {
+                    let sequence = UInt32.random(in: 1...UInt32(honest.count + 2), using: &generator)
+                    let start = UInt64.random(in: 0..<limit, using: &generator)
+                    items.append(offlinePayment(100 + n, amount: UInt64.random(in: 1...limit, using: &generator), sequence: sequence,
+                        voucher: voucher, spentBefore: start, merchantID: merchants.randomElement(using: &generator)!))
+                }
+            }
+            items.shuffle(using: &generator)
+            var results: [PaymentID: PreAuthorization.Settlement] = [:]
+            for (request, acceptance) in items {
+                results[request.paymentID] = preAuthorization.settle(request, acceptance, merchantKey: merchantKey.publicKey,
+                    merchant: cafe, ledgerKeys: ledgerKeys, journal: &journal)
+            }
+            if !cheating {
+                #expect(honest.allSatisfy { results[$0.0.paymentID] == .settled }, "round \(round)")
+            }
+            let settled = preAuthorization.uses.values.sorted { $0.spentBefore < $1.spentBefore }
+            #expect(zip(settled, settled.dropFirst()).allSatisfy { $0.range.upperBound <= $1.range.lowerBound }, "round \(round)")
+            #expect(Set(settled.map(\.sequence)).count == settled.count, "round \(round)")
+            #expect(preAuthorization.spent <= limit && journal.balance(of: cafe, in: "EUR").posted == Int64(preAuthorization.spent))
+            #expect(results.values.allSatisfy { [.settled, .sequenceReused, .rangeOverlap, .voucherExceeded].contains($0) })
+            #expect(journal.audit().isEmpty, "round \(round)")
+        }
     }
 }

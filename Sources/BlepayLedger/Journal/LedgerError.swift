@@ -24,6 +24,8 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidStatus = "ledger.invalid-status"
         /// The operator blocked the paying instrument.
         case blocked = "ledger.blocked"
+        /// The device key signed a double spend: it gets no more vouchers and pays nothing online.
+        case deviceBlocked = "ledger.device-blocked"
     }
 
     public let code: Code
@@ -48,7 +50,7 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .amountMismatch: .amountMismatch
         case .invalidSignature: .invalidCredentials
         case .invalidStatus: .alreadyPaid
-        case .blocked: .blocked
+        case .blocked, .deviceBlocked: .blocked
         }
     }
 }

@@ -4,8 +4,9 @@ import BlepayProtocol
 /// from the customer's account into an escrow account of its own and hands out a ledger-signed voucher; each offline
 /// payment, when a side comes back online, is settled from the escrow to the merchant. Voiding stops new use at once,
 /// but what is left returns only at `releaseAt` (the voucher's expiry plus a grace), so that a merchant who accepted
-/// offline before the void or the expiry and uploads later is still paid. Every payment id settles once; each voucher
-/// use (sequence number) pays once; the rest is released once.
+/// offline before the void or the expiry and uploads later is still paid. Every merchant's payment id settles once;
+/// each voucher use pays once, for the part of the limit it claims, which no other use may overlap; the rest is released
+/// once.
 public struct PreAuthorization: Sendable, Hashable {
     public enum State: String, Sendable, Hashable, Codable {
         case available, voided, expired
@@ -29,22 +30,58 @@ public struct PreAuthorization: Sendable, Hashable {
         case amountMismatch = "amount_mismatch"
         /// The voucher's use number was already spent on another payment: the customer signed a double spend.
         case sequenceReused = "sequence_reused"
+        /// The part of the limit the use claims overlaps one a settled payment claimed: a double spend too.
+        case rangeOverlap = "range_overlap"
         /// The merchant cancelled the request at the ledger.
         case requestCancelled = "request_cancelled"
         /// The merchant's payment id was already paid by another payer: online, or from another voucher.
         case paymentConflict = "payment_conflict"
         /// The item is not a well-formed request and acceptance.
         case malformed
+
+        /// Two acceptances of one voucher signed by its device key that cannot both be paid.
+        public var isDoubleSpend: Bool { self == .sequenceReused || self == .rangeOverlap }
     }
 
-    public struct Use: Sendable, Hashable, Codable {
+    /// A merchant's payment: payment ids are the merchant's own, so two merchants may use the same one.
+    public struct Payment: Sendable, Hashable {
+        public let merchant: String
+        public let id: PaymentID
+
+        public init(merchant: String, id: PaymentID) {
+            self.merchant = merchant
+            self.id = id
+        }
+    }
+
+    /// A settled use of the voucher: its sequence number and the part of the limit it claims,
+    /// [spentBefore, spentBefore + total), paid by the transfer `transferID`.
+    public struct Use: Sendable, Hashable {
         public let sequence: UInt32
         public let total: UInt64
+        public let spentBefore: UInt64
+        public let transferID: String
 
-        public init(sequence: UInt32, total: UInt64) {
+        public init(sequence: UInt32, total: UInt64, spentBefore: UInt64, transferID: String) {
             self.sequence = sequence
             self.total = total
+            self.spentBefore = spentBefore
+            self.transferID = transferID
         }
+
+        public var range: Range<UInt64> { spentBefore..<spentBefore + total }
+
+        /// Whether one device key signing both this use and `other` is a double spend, and which.
+        public func conflict(with other: Use) -> Settlement? {
+            if sequence == other.sequence { return .sequenceReused }
+            return range.overlaps(other.range) ? .rangeOverlap : nil
+        }
+    }
+
+    /// A settled payment a new acceptance conflicts with.
+    public struct DoubleSpend: Sendable, Hashable {
+        public let kind: Settlement
+        public let settled: Payment
     }
 
     public let voucher: PreAuthorizationVoucher
@@ -57,12 +94,12 @@ public struct PreAuthorization: Sendable, Hashable {
     public private(set) var voidedAt: Timestamp?
     /// When the rest went back to the customer: nothing settles from then on.
     public private(set) var releasedAt: Timestamp?
-    /// Settled payments by payment id.
-    public private(set) var uses: [PaymentID: Use] = [:]
+    /// Settled payments by merchant and payment id.
+    public private(set) var uses: [Payment: Use] = [:]
 
     /// A pre-authorization as storage kept it.
     public init(voucher: PreAuthorizationVoucher, customer: AccountID, releaseAt: Timestamp, state: State, voidedAt: Timestamp?,
-        releasedAt: Timestamp?, uses: [PaymentID: Use])
+        releasedAt: Timestamp?, uses: [Payment: Use])
     {
         self.voucher = voucher
         self.customer = customer
@@ -78,8 +115,9 @@ public struct PreAuthorization: Sendable, Hashable {
     /// What the escrow returns to the customer at the release.
     public var rest: UInt64 { voucher.limit.minorUnits - spent }
 
-    /// The transfer that pays an offline payment from its voucher's escrow.
-    public static func transferID(of payment: PaymentID) -> String { "offline:\(payment)" }
+    /// The transfer that pays a use of a voucher from its escrow: named by the use, which pays one merchant's payment
+    /// once, so that two merchants' payments of one id never share a name (and it fits a receipt's transaction id).
+    public static func transferID(of voucher: FixedBytes<Bytes8>, sequence: UInt32) -> String { "offline:\(voucher):\(sequence)" }
     public var releaseID: String { "release:\(voucher.voucherID)" }
 
     /// Reserves `limit` from the customer's account and signs the voucher for `customerKey` (the device key). The
@@ -109,17 +147,22 @@ public struct PreAuthorization: Sendable, Hashable {
     }
 
     /// Settles one offline payment: the request signed by `merchantKey`, the acceptance signed by the voucher's
-    /// customer key for exactly that request, presenting this voucher with an unused sequence number, requested
-    /// (by the merchant-signed request time) within the voucher's validity and before any void, and within what is
-    /// left of the limit; and the rest not released yet.
+    /// customer key for exactly that request, presenting this voucher, requested (by the merchant-signed request time)
+    /// within the voucher's validity and before any void, with an unused sequence number and a claimed range within
+    /// the limit that overlaps no settled one; and the rest not released yet. Honest uses claim disjoint ranges, so
+    /// they settle in any order; a reused sequence or an overlap is a double spend (`doubleSpend(of:)` names the
+    /// settled payment it conflicts with).
     public mutating func settle(
         _ request: PaymentRequest, _ acceptance: PaymentAcceptance, merchantKey: Key32, merchant: AccountID,
         ledgerKeys: TrustedLedgerKeys, journal: inout Journal
     ) -> Settlement {
         guard let presented = acceptance.preAuthorization, presented.voucher == voucher else { return .unknownVoucher }
-        if let use = uses[acceptance.paymentID] {
-            return use.sequence == presented.sequence && use.total == acceptance.total.minorUnits
-                ? .alreadySettled : .badSignature
+        let payment = Payment(merchant: request.merchantID, id: acceptance.paymentID)
+        let claim = Self.claim(of: acceptance, presented)
+        if let use = uses[payment] {
+            // Not the transfer's name: a use settled before uses were named by their sequence has the payment's.
+            let same = use.sequence == claim.sequence && use.total == claim.total && use.spentBefore == claim.spentBefore
+            return same ? .alreadySettled : .badSignature
         }
         guard let ledgerKey = ledgerKeys.key(id: voucher.ledgerKeyID),
             isValidSignature(voucher.signature, of: voucher.signingBytes, by: ledgerKey),
@@ -137,23 +180,52 @@ public struct PreAuthorization: Sendable, Hashable {
         if let voidedAt, request.createdAt >= voidedAt { return .voucherVoided }
         guard request.createdAt >= voucher.issuedAt else { return .voucherNotYetValid }
         guard request.createdAt < voucher.expiresAt else { return .voucherExpired }
-        guard !uses.values.contains(where: { $0.sequence == presented.sequence }) else { return .sequenceReused }
-        let total = acceptance.total.minorUnits
-        guard spent + total <= voucher.limit.minorUnits else { return .voucherExceeded }
+        if let doubleSpend = doubleSpend(by: claim) { return doubleSpend.kind }
+        // Disjoint ranges within the limit never sum past it; the sum is checked too, for uses settled before ranges were.
+        guard claim.range.upperBound <= voucher.limit.minorUnits, spent + claim.total <= voucher.limit.minorUnits else {
+            return .voucherExceeded
+        }
         do {
-            try journal.transfer(id: Self.transferID(of: acceptance.paymentID), from: escrow, to: merchant, amount: acceptance.total)
+            try journal.transfer(id: claim.transferID, from: escrow, to: merchant, amount: acceptance.total)
         } catch {
             return .voucherExceeded
         }
-        uses[acceptance.paymentID] = Use(sequence: presented.sequence, total: total)
+        uses[payment] = claim
         return .settled
     }
 
-    /// The ledger-signed receipt of an offline payment settled from a voucher at `settledAt`, as an online payment's.
+    /// The settled payment an acceptance presenting this voucher conflicts with, if any: one of the same sequence
+    /// number, else one whose claimed range overlaps (the lowest sequence, so that the answer is stable).
+    public func doubleSpend(of acceptance: PaymentAcceptance) -> DoubleSpend? {
+        guard let claim = Self.claim(of: acceptance), acceptance.preAuthorization?.voucher == voucher else { return nil }
+        return doubleSpend(by: claim)
+    }
+
+    private func doubleSpend(by claim: Use) -> DoubleSpend? {
+        let conflicts = uses.compactMap { payment, use in claim.conflict(with: use).map { (payment, use.sequence, $0) } }
+        guard let (payment, _, kind) = conflicts.min(by: { a, b in
+            (a.2 == .sequenceReused ? 0 : 1, a.1) < (b.2 == .sequenceReused ? 0 : 1, b.1)
+        }) else { return nil }
+        return DoubleSpend(kind: kind, settled: payment)
+    }
+
+    /// The use an offline acceptance claims, as it would be settled.
+    public static func claim(of acceptance: PaymentAcceptance) -> Use? {
+        acceptance.preAuthorization.map { presented in claim(of: acceptance, presented) }
+    }
+
+    static func claim(of acceptance: PaymentAcceptance, _ presented: PreAuthorizationPresentation) -> Use {
+        Use(sequence: presented.sequence, total: acceptance.total.minorUnits, spentBefore: presented.spentBeforeMinorUnits,
+            transferID: transferID(of: presented.voucher.voucherID, sequence: presented.sequence))
+    }
+
+    /// The ledger-signed receipt of an offline payment settled from a voucher at `settledAt` by the transfer
+    /// `transferID`, as an online payment's.
     public static func receipt(
-        of request: PaymentRequest, _ acceptance: PaymentAcceptance, settledAt: Timestamp, signedBy ledgerKey: SigningKey
+        of request: PaymentRequest, _ acceptance: PaymentAcceptance, transferID: String, settledAt: Timestamp,
+        signedBy ledgerKey: SigningKey
     ) throws(LedgerError) -> Receipt {
-        try Receipt.signed(request, acceptance, transactionID: transferID(of: acceptance.paymentID), at: settledAt, by: ledgerKey)
+        try Receipt.signed(request, acceptance, transactionID: transferID, at: settledAt, by: ledgerKey)
     }
 
     /// The customer stops new use at once: payments requested from `now` on are refused. What is left stays in

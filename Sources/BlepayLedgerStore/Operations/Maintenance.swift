@@ -70,7 +70,8 @@ extension LedgerOperations {
 
     /// Everything wrong with the books: the journal's own checks (every transfer balanced, balances equal to the
     /// transfers and holds, none below zero), every payment and pre-authorization against the postings its
-    /// status implies, and one payer per payment across the online and offline paths. Empty when sound.
+    /// status implies, one payer per payment across the online and offline paths, and a proof for every double spend
+    /// refused. Empty when sound.
     public func audit(_ tx: any SQLTransaction) throws -> [String] {
         let journal = try Books.loadAll(tx)
         var problems = journal.audit()
@@ -82,7 +83,7 @@ extension LedgerOperations {
             guard let (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0), lock: false) else { continue }
             problems += Self.audit(preAuthorization, journal: journal)
         }
-        return problems + (try auditPayers(tx))
+        return problems + (try auditPayers(tx)) + (try auditDoubleSpends(tx))
     }
 
     static func audit(_ payment: LedgerPayment, merchant: AccountID, journal: Journal) -> [String] {
@@ -120,9 +121,8 @@ extension LedgerOperations {
         if reserve?.amount != voucher.limit.minorUnits || reserve?.credit != preAuthorization.escrow {
             problems.append("\(name) reserved \(reserve.map { "\($0.amount)" } ?? "nothing"), not its limit")
         }
-        for (payment, use) in preAuthorization.uses
-        where journal.transfers[PreAuthorization.transferID(of: payment)]?.amount != use.total {
-            problems.append("\(name): offline payment \(payment) settled without its transfer")
+        for (payment, use) in preAuthorization.uses where journal.transfers[use.transferID]?.amount != use.total {
+            problems.append("\(name): offline payment \(payment.id) of merchant \(payment.merchant) settled without its transfer")
         }
         let released = journal.transfers[preAuthorization.releaseID]?.amount ?? 0
         let expectedRelease = preAuthorization.releasedAt == nil ? 0 : preAuthorization.rest

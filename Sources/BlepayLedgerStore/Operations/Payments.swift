@@ -95,6 +95,8 @@ extension LedgerOperations {
         guard try payer(tx, merchant: stored.merchant, payment: acceptance.paymentID) == nil else {
             throw APIError(LedgerError(.invalidStatus, "payment \(acceptance.paymentID) was paid by another payer"))
         }
+        // A device caught double spending pays no more: a payer's refusal, so another customer can still pay.
+        try refuseBlocked(tx, acceptance.customerKey)
 
         guard let instrument = try tx.row(
             """
@@ -157,8 +159,8 @@ extension LedgerOperations {
     public func payment(_ tx: any SQLTransaction, id: String, for principal: Principal) throws -> PaymentResource {
         let paymentID = try Self.paymentID(id)
         // Settled offline first: a request the business also created online keeps an open row that the voucher paid.
-        if let offline = try settledOffline(tx, paymentID) {
-            guard Self.may(principal, see: offline.stored) else { throw APIError.notFound("payment") }
+        // Another merchant's payment of the same id is not this caller's.
+        if let offline = try settledOffline(tx, paymentID).first(where: { Self.may(principal, see: $0.stored) }) {
             return resource(offline.stored, receipt: offline.receipt)
         }
         guard let stored = try load(tx, paymentID, lock: false), Self.may(principal, see: stored) else {

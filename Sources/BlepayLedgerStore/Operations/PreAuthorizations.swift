@@ -8,6 +8,7 @@ extension LedgerOperations {
         at now: Timestamp) throws -> PreAuthorizationResource
     {
         guard device.accountKind == .customer else { throw APIError.forbidden("only customer devices pre-authorize") }
+        try refuseBlocked(tx, device.signingKey)
         let limit = try Self.money(body.amount, body.currency)
         guard preAuthorizationLifetimes.contains(body.lifetimeSeconds) else {
             throw APIError.invalid("lifetimeSeconds", "out-of-range",
@@ -59,7 +60,9 @@ extension LedgerOperations {
 
     /// Settles offline payments, each on its own: a result per item, in order, and no item's refusal fails
     /// another. Either party may send them, as often as it likes: a payment settles once (`already_settled` after
-    /// that), and a payment its merchant was paid for by another payer is `payment_conflict`.
+    /// that), a payment its merchant was paid for by another payer is `payment_conflict`, and a double spend
+    /// (`sequence_reused`, `range_overlap`) is refused with its proof stored and the device key blocked; the device's
+    /// other uses, which the merchants accepted in good faith, still settle.
     public func settle(_ tx: any SQLTransaction, _ batch: SettlementBatch, device: Device, at now: Timestamp) throws -> SettlementResults {
         guard (1...Self.maximumSettlementItems).contains(batch.items.count) else {
             throw APIError.invalid("items", "count", "a batch has 1 to \(Self.maximumSettlementItems) items")
@@ -83,11 +86,8 @@ extension LedgerOperations {
             isValidSignature(request.signature, of: request.signingBytes, by: key)
         }) else { return SettlementResults.Item(paymentId: paymentID, result: .badSignature) }
         let payer = Self.payer(voucher: voucherID.description)
-        // Offline transfers are named by payment id alone, so another merchant's settled id is a conflict too.
-        let otherMerchant = try tx.row("SELECT 1 FROM pre_authorization_uses WHERE payment = ? AND merchant <> ?",
-            [.text(paymentID), .text(request.merchantID)]) != nil
-        let recorded = try self.payer(tx, merchant: request.merchantID, payment: request.paymentID)
-        if otherMerchant || (recorded != nil && recorded != payer) {
+        // A payment id is its merchant's: another merchant's payment of the same id is another payment.
+        if let recorded = try self.payer(tx, merchant: request.merchantID, payment: request.paymentID), recorded != payer {
             return SettlementResults.Item(paymentId: paymentID, result: .paymentConflict)
         }
         let status = try tx.row("SELECT status FROM payments WHERE id = ? AND merchant = ?", [.text(paymentID), .text(request.merchantID)])
@@ -99,20 +99,28 @@ extension LedgerOperations {
         let result = preAuthorization.settle(
             request, acceptance, merchantKey: merchantKey, merchant: merchant,
             ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]), journal: &journal)
-        if result == .settled, let use = preAuthorization.uses[request.paymentID] {
+        let payment = PreAuthorization.Payment(merchant: request.merchantID, id: request.paymentID)
+        if result == .settled, let use = preAuthorization.uses[payment] {
             try Books.save(tx, journal, at: now)
             try tx.run(
                 """
-                INSERT INTO pre_authorization_uses (pre_authorization, payment, sequence, total, merchant, request, acceptance, settled_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO pre_authorization_uses (pre_authorization, merchant, payment, sequence, total, spent_before, transfer,
+                    request, acceptance, settled_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(voucherID.description), .text(paymentID), .integer(Int64(use.sequence)), .integer(Int64(use.total)),
-                 .text(request.merchantID), .blob(request.encoded), .blob(acceptance.encoded), now.sqlValue])
+                [.text(voucherID.description), .text(request.merchantID), .text(paymentID), .integer(Int64(use.sequence)),
+                 .integer(Int64(use.total)), .integer(Int64(use.spentBefore)), .text(use.transferID), .blob(request.encoded),
+                 .blob(acceptance.encoded), now.sqlValue])
             try recordPayer(tx, payer, merchant: request.merchantID, payment: request.paymentID)
+        }
+        if result.isDoubleSpend, let doubleSpend = preAuthorization.doubleSpend(of: acceptance) {
+            try recordDoubleSpend(tx, doubleSpend, request: request, acceptance: acceptance, preAuthorization: preAuthorization, at: now)
         }
         // Read back as `GET /v1/payments/{id}` reads it, so that both answer the same receipt.
         let receipt = result == .settled || result == .alreadySettled
-            ? try settledOffline(tx, request.paymentID).map { Data($0.receipt.encoded).base64EncodedString() } : nil
+            ? try settledOffline(tx, request.paymentID, merchant: request.merchantID).first
+                .map { Data($0.receipt.encoded).base64EncodedString() }
+            : nil
         return SettlementResults.Item(paymentId: paymentID, result: result, receipt: receipt)
     }
 
@@ -122,12 +130,21 @@ extension LedgerOperations {
                 + (lock ? tx.dialect.forUpdate : ""),
             [.text(id)])
         else { return nil }
-        var uses: [PaymentID: PreAuthorization.Use] = [:]
-        for use in try tx.rows("SELECT payment, sequence, total FROM pre_authorization_uses WHERE pre_authorization = ?", [.text(id)]) {
-            guard let bytes = Hex.decode(try use.text(0), limit: 16), let payment = try? PaymentID(bytes: bytes) else {
-                throw StorageError(.corrupt, "a use of pre-authorization \(id)")
-            }
-            uses[payment] = PreAuthorization.Use(sequence: UInt32(try use.integer(1)), total: UInt64(try use.integer(2)))
+        var uses: [PreAuthorization.Payment: PreAuthorization.Use] = [:]
+        for use in try tx.rows(
+            """
+            SELECT merchant, payment, sequence, total, spent_before, transfer,
+                CASE WHEN spent_before IS NULL THEN acceptance END FROM pre_authorization_uses WHERE pre_authorization = ?
+            """, [.text(id)])
+        {
+            guard let bytes = Hex.decode(try use.text(1), limit: 16), let payment = try? PaymentID(bytes: bytes),
+                let spentBefore = try use.values[4] == .null
+                    ? (try? PaymentAcceptance(encoded: try use.blob(6)))?.preAuthorization?.spentBeforeMinorUnits
+                    : UInt64(try use.integer(4))
+            else { throw StorageError(.corrupt, "a use of pre-authorization \(id)") }
+            uses[PreAuthorization.Payment(merchant: try use.text(0), id: payment)] = PreAuthorization.Use(
+                sequence: UInt32(try use.integer(2)), total: UInt64(try use.integer(3)), spentBefore: spentBefore,
+                transferID: try use.text(5))
         }
         guard let voucher = try? PreAuthorizationVoucher(encoded: try row.blob(0)),
             let state = PreAuthorization.State(rawValue: try row.text(1))

@@ -80,6 +80,34 @@ enum Schema {
         UPDATE pre_authorizations SET release_at = voided_at, released_at = voided_at WHERE state = 'voided';
         CREATE INDEX pre_authorizations_due ON pre_authorizations (release_at) WHERE released_at IS NULL;
         """,
+        // A payment id is its merchant's: a use is unique by (merchant, payment), not by payment alone, and keeps the
+        // transfer that paid it (new ones are named by voucher and sequence; existing ones keep `offline:{payment}`)
+        // and the start of the range it claims (unknown for existing ones, which is read from their acceptance).
+        """
+        CREATE TABLE pre_authorization_uses_v4 (
+            pre_authorization TEXT NOT NULL REFERENCES pre_authorizations(id), merchant TEXT NOT NULL, payment TEXT NOT NULL,
+            sequence INTEGER NOT NULL, total INTEGER NOT NULL, spent_before INTEGER, transfer TEXT NOT NULL UNIQUE,
+            request BLOB NOT NULL, acceptance BLOB NOT NULL, settled_at INTEGER NOT NULL,
+            PRIMARY KEY (pre_authorization, sequence), UNIQUE (merchant, payment));
+        INSERT INTO pre_authorization_uses_v4
+            (pre_authorization, merchant, payment, sequence, total, spent_before, transfer, request, acceptance, settled_at)
+            SELECT pre_authorization, merchant, payment, sequence, total, NULL, 'offline:' || payment, request, acceptance,
+                settled_at FROM pre_authorization_uses;
+        DROP TABLE pre_authorization_uses;
+        ALTER TABLE pre_authorization_uses_v4 RENAME TO pre_authorization_uses;
+        CREATE INDEX pre_authorization_uses_payment ON pre_authorization_uses (payment);
+        """,
+        // Double spends refused at settlement, each with both signed acceptances: the proof against the device key,
+        // which is blocked while it has one.
+        """
+        CREATE TABLE double_spends (
+            id TEXT PRIMARY KEY, pre_authorization TEXT NOT NULL REFERENCES pre_authorizations(id),
+            device_key BLOB NOT NULL, kind TEXT NOT NULL, merchant TEXT NOT NULL, payment TEXT NOT NULL,
+            request BLOB NOT NULL, acceptance BLOB NOT NULL, settled_merchant TEXT NOT NULL, settled_payment TEXT NOT NULL,
+            settled_acceptance BLOB NOT NULL, detected_at INTEGER NOT NULL, UNIQUE (pre_authorization, merchant, payment));
+        CREATE INDEX double_spends_device ON double_spends (device_key);
+        CREATE INDEX double_spends_payment ON double_spends (payment);
+        """,
     ]
 
     /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers and bytes differently.

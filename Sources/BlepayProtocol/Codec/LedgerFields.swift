@@ -152,3 +152,45 @@ extension FieldReader {
         Capabilities(rawValue: try uint(tag, "capabilities", as: UInt8.self))
     }
 }
+
+extension DenyList: FieldCodable {
+    static let isSigned = true
+
+    func encodeUnsignedFields(into w: inout FieldWriter) {
+        w.uint(1, issuedAt.millisecondsSince1970)
+        // Absent when empty, like every optional field.
+        w.bytes(2, voidedVouchers.isEmpty ? nil : voidedVouchers.flatMap(\.bytes))
+        w.bytes(3, blockedKeys.isEmpty ? nil : blockedKeys.flatMap(\.bytes))
+        w.bytes(4, ledgerKeyID.bytes)
+    }
+
+    func encodeFields(into w: inout FieldWriter) {
+        encodeUnsignedFields(into: &w)
+        w.bytes(100, signature.bytes)
+    }
+
+    init(fields r: inout FieldReader) throws(ProtocolError) {
+        try self.init(
+            issuedAt: r.timestamp(1, "issued at"), voidedVouchers: Self.list(r.optionalBytes(2), "voided vouchers"),
+            blockedKeys: Self.list(r.optionalBytes(3), "blocked keys"), ledgerKeyID: r.fixed(4, "ledger key id"),
+            signature: r.fixed(100, "signature"))
+    }
+
+    /// A run of fixed-size values, ascending without repeats: any other order would be a second encoding of the same list.
+    private static func list<Size>(_ bytes: ArraySlice<UInt8>?, _ name: String) throws(ProtocolError) -> [FixedBytes<Size>] {
+        guard let bytes else { return [] }
+        guard !bytes.isEmpty else { throw ProtocolError(.nonCanonical, "\(name) is present but empty") }
+        guard bytes.count % Size.count == 0 else {
+            throw ProtocolError(.invalidLength, "\(name) is not a run of \(Size.count)-byte values")
+        }
+        var values: [FixedBytes<Size>] = []
+        for start in stride(from: bytes.startIndex, to: bytes.endIndex, by: Size.count) {
+            let value = try FixedBytes<Size>(Array(bytes[start..<start + Size.count]))
+            if let last = values.last, !last.bytes.lexicographicallyPrecedes(value.bytes) {
+                throw ProtocolError(.nonCanonical, "\(name) are not ascending without repeats")
+            }
+            values.append(value)
+        }
+        return values
+    }
+}

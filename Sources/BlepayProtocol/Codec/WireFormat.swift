@@ -61,6 +61,13 @@ extension PreAuthorizationVoucher: WireSigned {
     public var signingBytes: [UInt8] { signing(Self.signingContext, encodeUnsignedFields) }
 }
 
+extension DenyList: WireSigned {
+    public static let signingContext = "blepay/1 deny-list\0"
+    public var encoded: [UInt8] { fieldBytes }
+    public init(encoded: [UInt8]) throws(ProtocolError) { try self.init(fieldBytes: encoded[...]) }
+    public var signingBytes: [UInt8] { signing(Self.signingContext, encodeUnsignedFields) }
+}
+
 extension ProtocolInfo: WireCodable {
     public var encoded: [UInt8] { fieldBytes }
     public init(encoded: [UInt8]) throws(ProtocolError) { try self.init(fieldBytes: encoded[...]) }

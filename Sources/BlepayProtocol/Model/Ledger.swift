@@ -137,3 +137,33 @@ public struct PreAuthorizationPresentation: Sendable, Hashable {
         self.spentBeforeMinorUnits = spentBeforeMinorUnits
     }
 }
+
+/// What an offline business must refuse, as the ledger knew it at `issuedAt`: vouchers their customers voided (until
+/// their rest is released; after that nothing settles from them anyway) and device keys that signed a double spend.
+/// Signed by the ledger (Ed25519). The lists are kept ascending and without repeats, so that the encoding is canonical.
+public struct DenyList: Sendable, Hashable {
+    public let issuedAt: Timestamp
+    public let voidedVouchers: [FixedBytes<Bytes8>]
+    public let blockedKeys: [Key32]
+    public let ledgerKeyID: FixedBytes<Bytes8>
+    public let signature: Signature64
+
+    /// The lists in any order; repeats are dropped.
+    public init(
+        issuedAt: Timestamp, voidedVouchers: [FixedBytes<Bytes8>], blockedKeys: [Key32], ledgerKeyID: FixedBytes<Bytes8>,
+        signature: Signature64
+    ) {
+        self.issuedAt = issuedAt
+        self.voidedVouchers = Self.ascending(voidedVouchers)
+        self.blockedKeys = Self.ascending(blockedKeys)
+        self.ledgerKeyID = ledgerKeyID
+        self.signature = signature
+    }
+
+    public func denies(voucher: FixedBytes<Bytes8>) -> Bool { voidedVouchers.contains(voucher) }
+    public func denies(key: Key32) -> Bool { blockedKeys.contains(key) }
+
+    static func ascending<Size>(_ values: [FixedBytes<Size>]) -> [FixedBytes<Size>] {
+        Array(Set(values)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+    }
+}

@@ -118,3 +118,31 @@ extension PreAuthorizationVoucher {
             issuedAt: issuedAt, expiresAt: expiresAt, ledgerKeyID: ledgerKeyID, signature: ledgerKey.sign(signingBytes))
     }
 }
+
+extension DenyList {
+    /// The deny list signed by the ledger key whose id it carries.
+    public func signed(by ledgerKey: SigningKey) throws(ProtocolError) -> DenyList {
+        guard TrustedLedgerKeys.keyID(of: ledgerKey.publicKey) == ledgerKeyID else {
+            throw ProtocolError(.invalidSignature, "the deny list names another ledger key")
+        }
+        return DenyList(
+            issuedAt: issuedAt, voidedVouchers: voidedVouchers, blockedKeys: blockedKeys, ledgerKeyID: ledgerKeyID,
+            signature: try ledgerKey.sign(signingBytes))
+    }
+
+    /// Checks what a business must before relying on the list offline: the ledger's signature by a trusted key, and
+    /// that it is recent: issued at most `maximumAge` ms before `now` and not later than `now` (give or take the
+    /// certificates' clock tolerance). A stale list must not be trusted to be complete.
+    public func verify(trusting ledgerKeys: TrustedLedgerKeys, at now: Timestamp, maximumAge: UInt64) throws(ProtocolError) {
+        guard let ledgerKey = ledgerKeys.key(id: ledgerKeyID) else {
+            throw ProtocolError(.invalidSignature, "signed by ledger key \(ledgerKeyID), which is not trusted")
+        }
+        guard isValidSignature(signature, of: signingBytes, by: ledgerKey) else {
+            throw ProtocolError(.invalidSignature, "the ledger's signature does not verify")
+        }
+        let tolerance = MerchantCertificate.clockTolerance
+        guard issuedAt.millisecondsSince1970 <= now.millisecondsSince1970 + tolerance,
+            now.millisecondsSince1970 <= issuedAt.millisecondsSince1970 + maximumAge + tolerance
+        else { throw ProtocolError(.certificateExpired, "the deny list was issued at \(issuedAt), now \(now)") }
+    }
+}
