@@ -5,8 +5,9 @@
 # declines. Then one machine with three adapters (scripts/rig-broadcast.sh): one request shown to two customers, one
 # pays and the other gets otherPaid; again after bluetoothd restarts, and again after two adapters power-cycle; then
 # alice's daemon and the business's stop (SIGTERM) with a request open, which each cancels as it stops. Last, two
-# machines again with the business cut off from the ledger (scripts/rig-offline.sh): the customer pays under a
-# voucher, both finish it pending settlement, and once the link is back the business settles it.
+# machines again (scripts/rig-offline.sh): with the business cut off from the ledger the customer executes the
+# payment; with the customer cut off the business does; with both cut off the customer pays under a voucher, both
+# finish it pending settlement, and once the business's link is back it settles it.
 # Usage: demo.sh BIN_DIR (as root; `make demo` installs and builds first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,7 +65,7 @@ scenario "One machine, two customers: alice pays, bob gets otherPaid; bluetoothd
 mkdir -p "$work/offline"
 follow "host b · business" "$work/offline/b.events.jsonl"
 follow "host a · customer" "$work/offline/a.events.jsonl"
-scenario "Two machines, the business cut off from the ledger: pay 12.00 USD with a 0.50 tip under a voucher; link back; settled" \
+scenario "Two machines cut off from the ledger: the business (the customer executes), the customer (the business does), both (a voucher; settled once back)" \
   "$work/offline" two-hosts --host-a "bash $here/rig-offline.sh $bin" --host-b "bash $here/rig-offline.sh $bin"
 python3 - "$work/offline" <<'PY'
 import json, sys
@@ -73,9 +74,9 @@ offline = json.load(open(out + "/settlement.offline.json"))
 after = json.load(open(out + "/settlement.after.json"))
 merchant = json.load(open(out + "/merchant.after.json"))
 posted = next(b["posted"] for b in merchant["balances"] if b["currency"] == "USD")
-print("  business, cut off: %d payment waiting (%.2f USD), ledger reachable: %s" % (
+print("  business, both cut off: %d payment waiting (%.2f USD), ledger reachable: %s" % (
     offline["waiting"], offline["totals"].get("USD", 0) / 100, offline["ledger_reachable"]))
-print("  business, link back: %d waiting; ledger: the merchant was credited %.2f USD" % (after["waiting"], posted / 100))
+print("  business, link back: %d waiting; ledger: the merchant was credited %.2f USD in all" % (after["waiting"], posted / 100))
 PY
 echo
 echo "demo: done (everything the daemons wrote is in $work)"

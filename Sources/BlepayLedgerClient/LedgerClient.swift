@@ -53,6 +53,14 @@ public struct LedgerClient: Sendable {
         LedgerClient(baseURL: baseURL, credentials: credentials, keys: keys, retry: retry, http: http, logger: logger)
     }
 
+    /// A client of the same ledger that tries each request once, for at most `timeoutSeconds`: for probes.
+    public func once(timeoutSeconds: Int64) -> LedgerClient {
+        LedgerClient(
+            baseURL: baseURL, credentials: credentials, keys: keys,
+            retry: RetryPolicy(attempts: 1, firstDelay: retry.firstDelay, timeout: .seconds(timeoutSeconds)), http: http,
+            logger: logger)
+    }
+
     /// GET `path` as `T`.
     public func get<T: Decodable>(_ path: String, as _: T.Type = T.self) async throws(LedgerClientError) -> T {
         try await send("GET", path, body: [], idempotencyKey: nil)

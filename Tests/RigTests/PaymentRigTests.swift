@@ -116,25 +116,40 @@ struct PaymentRigTests {
         }
     }
 
-    /// The business cut off from the ledger (its only link to it down) while the customer pays with a tip under a
-    /// voucher: both sides finish the payment pending settlement and the business keeps it; with the link back, the
-    /// business settles it and the ledger moves amount plus tip, once, from the voucher's escrow.
-    @Test func aPaymentWhileTheBusinessIsCutOffIsSettledWhenTheLinkIsBack() throws {
+    /// Two hosts, the ledger on a: a payment while the business is cut off from the ledger (the customer executes
+    /// it), one while the customer is (the business does), and one while both are (it rides on the customer's
+    /// voucher and is settled once the business's link is back). `rig-offline.sh` says how.
+    @Test func paymentsWhileTheBusinessTheCustomerOrBothAreCutOffFromTheLedger() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-offline.sh").path
         let command = "bash \(script) \(Rig.binaryDirectory)"
         let run = try Rig.run(topology: ["two-hosts"], commands: ["--host-a", command, "--host-b", command])
         #expect(run.status == 0, "rig exited \(run.status); it printed where it kept the logs")
 
-        let id = try run.text("pay.id")
         let customer = try run.lines("a.events.jsonl", as: Event.self)
         let business = try run.lines("b.events.jsonl", as: Event.self)
-        // The request said the business was offline; both sides finished it pending settlement, then it settled.
-        #expect(Self.kinds(customer, id) == [.receivedPayment, .finishedPayment])
-        let finished = try #require(customer.first { $0.kind == .finishedPayment && $0.payment_id == id })
-        #expect(finished.details.receiptStatus == "pendingSettlement" && finished.details.tip == 50)
-        #expect(Self.kinds(business, id).suffix(3) == [.accepted, .finished, .settled])
-        #expect(business.first { $0.kind == .finished && $0.payment_id == id }?.details.receiptStatus == "pendingSettlement")
+        func finished(_ events: [Event], _ kind: ControlEvent.Kind, _ id: String) -> Event? {
+            events.first { $0.kind == kind && $0.payment_id == id }
+        }
+        // Business cut off: the request said so, the customer executed it; settled at once on both sides.
+        let first = try run.text("business-offline.id")
+        #expect(Self.kinds(customer, first) == [.receivedPayment, .finishedPayment])
+        #expect(finished(customer, .finishedPayment, first)?.details.receiptStatus == "settled")
+        #expect(Self.kinds(business, first).suffix(2) == [.accepted, .finished])
+        #expect(finished(business, .finished, first)?.details.receiptStatus == "settled")
+        #expect(finished(business, .finished, first)?.details.transactionID != nil)
         #expect(try run.text("b.business.log").contains("the ledger is unreachable; requests are offline"))
+        // Customer cut off: the business executed it as any online payment.
+        let second = try run.text("customer-offline.id")
+        #expect(Self.kinds(customer, second) == [.receivedPayment, .finishedPayment])
+        #expect(finished(business, .finished, second)?.details.receiptStatus == "settled")
+        #expect(try run.text("a.customer.log").contains("the ledger is unreachable; an offline business's payments are made under a pre-authorization"))
+        // Both cut off: pending on both sides, then settled by the business once back.
+        let third = try run.text("both-offline.id")
+        #expect(Self.kinds(customer, third) == [.receivedPayment, .finishedPayment])
+        #expect(finished(customer, .finishedPayment, third)?.details.receiptStatus == "pendingSettlement")
+        #expect(Self.kinds(business, third).suffix(3) == [.accepted, .finished, .settled])
+        #expect(finished(business, .finished, third)?.details.receiptStatus == "pendingSettlement")
+        #expect(finished(business, .settled, third)?.details.receiptStatus == "settled")
 
         struct Waiting: Decodable {
             let waiting: Int
@@ -146,11 +161,12 @@ struct PaymentRigTests {
         let after = try run.json("settlement.after.json", as: Waiting.self)
         #expect(after.waiting == 0 && after.ledger_reachable)
 
-        // The merchant got amount plus tip once; the card holds what the voucher did not set aside.
+        // The merchant got each amount plus tip once: 12.50 from the card, 8.00 from the card, 12.50 from the
+        // voucher's escrow; the card holds what is left beside the voucher's 40.00.
         let merchant = try run.json("merchant.after.json", as: Account.self)
-        #expect(merchant.balances.first { $0.currency == "USD" }?.posted == 1_250)
+        #expect(merchant.balances.first { $0.currency == "USD" }?.posted == 1_250 + 800 + 1_250)
         let card = try #require(try run.lines("instruments.after.json", as: Instrument.self).first)
-        #expect(card.available["USD"] == Int64(10_000 - 4_000))
+        #expect(card.available["USD"] == Int64(10_000 - 4_000 - 1_250 - 800))
         #expect(try run.text("vouchers.after.json").contains("\"spent\":1250"))
         #expect(try run.text("audit.txt").contains("the books are sound"))
         for process in ["a.customer", "a.ledger", "b.business"] {

@@ -61,18 +61,23 @@ private func customerVouchers(_ context: DaemonContext) -> CustomerVouchers {
     return CustomerVouchers(wallet: wallet, ledger: context.ledger, clock: context.clock)
 }
 
-/// The customer's instruments at the ledger, through its device credentials.
+/// The customer's instruments at the ledger, through its device credentials. While the ledger cannot be reached,
+/// the list it last gave stands in, so that a customer who is offline can still accept (with balances as they were).
 private func wallet(_ ledger: LedgerClient) -> CustomerControl.Wallet {
-    CustomerControl.Wallet(
+    let known = Mutex<[CustomerControl.Instrument]?>(nil)
+    return CustomerControl.Wallet(
         list: { () throws(PaymentError) in
             do throws(LedgerClientError) {
-                return try await ledger.instruments().map {
+                let instruments = try await ledger.instruments().map {
                     CustomerControl.Instrument(
                         id: $0.id, kind: $0.type.rawValue, description: $0.description, blocked: $0.blocked,
                         available: Dictionary($0.balances.map { ($0.currency, $0.available) }) { $1 })
                 }
+                known.withLock { $0 = instruments }
+                return instruments
             } catch {
-                throw error.paymentError
+                guard error.isUnavailable, let instruments = known.withLock({ $0 }) else { throw error.paymentError }
+                return instruments
             }
         },
         addCard: { (number, month, year, cvc) throws(PaymentError) in

@@ -3,8 +3,9 @@ import Logging
 import Synchronization
 
 /// Whether the ledger can be reached now: what the last call to it said, or a probe (`GET /v1/ledger-key`). Only an
-/// answer that never came counts as unreachable; a refusal is an answer. Each change is logged once, with what it
-/// means for this daemon's payments.
+/// answer that never came counts as unreachable; a refusal is an answer. A probe is tried once, for at most 3 s: a
+/// ledger that has gone away is noticed in seconds, not after a payment call's retries. Each change is logged once,
+/// with what it means for this daemon's payments.
 public final class LedgerReachability: Sendable {
     private let ledger: LedgerClient
     private let reachable = Mutex(true)
@@ -13,7 +14,7 @@ public final class LedgerReachability: Sendable {
 
     /// `meaning`: the log lines for a ledger that came back and one that went away.
     public init(ledger: LedgerClient, logger: Logger, meaning: (reachable: String, unreachable: String)) {
-        self.ledger = ledger
+        self.ledger = ledger.once(timeoutSeconds: 3)
         self.logger = logger
         self.meaning = meaning
     }
