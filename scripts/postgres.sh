@@ -37,6 +37,17 @@ if [[ -z $(cluster_status) ]]; then
     pg_createcluster --port "$PORT" "$VERSION" "$CLUSTER" >/dev/null
 fi
 
+# The test tier runs many ledgers at once, each with a connection pool of its own: room for all of them (the
+# default, 100, was seen exhausted, each ledger then answering 503).
+CONNECTIONS=400
+if [[ $(pg_conftool -s "$VERSION" "$CLUSTER" show max_connections 2>/dev/null) != "$CONNECTIONS" ]]; then
+    pg_conftool "$VERSION" "$CLUSTER" set max_connections "$CONNECTIONS"
+    if [[ $(cluster_status) == online* ]]; then
+        echo "postgres: restarting cluster $VERSION/$CLUSTER for max_connections = $CONNECTIONS"
+        pg_ctlcluster "$VERSION" "$CLUSTER" restart
+    fi
+fi
+
 if [[ $(cluster_status) != online* ]]; then
     echo "postgres: starting cluster $VERSION/$CLUSTER"
     pg_ctlcluster "$VERSION" "$CLUSTER" start

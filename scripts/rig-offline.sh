@@ -18,7 +18,7 @@ pay() {
   await "[ -f '$out/$1.id' ]" 300 || fail "no request $1 from b"
   id=$(cat "$out/$1.id")
   await "seen receivedPayment $id" 120 || fail "payment $1 ($id) was never shown"
-  blepayctl accept "$id" --tip "$2" > "$out/$1.accept.txt"
+  blepayctl accept "$id" --tip "$2" > "$out/$1.accept.txt" || fail "accepting payment $1 failed"
   await "seen finishedPayment $id" 120 || fail "payment $1 ($id) did not finish"
 }
 

@@ -81,6 +81,17 @@ enum Schema {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("4 deny list") { db in
+            // The newest deny list the ledger signed (voided vouchers, blocked devices), for a business that takes
+            // vouchers while it cannot ask: one row, replaced only by a newer list.
+            try db.execute(sql: """
+                CREATE TABLE deny_list (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    encoded BLOB NOT NULL,
+                    issued_at INTEGER NOT NULL
+                ) STRICT;
+                """)
+        }
         return migrator
     }
 }

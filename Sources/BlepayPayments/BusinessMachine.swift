@@ -44,6 +44,8 @@ public struct BusinessMachine: Sendable {
     private let offline: OfflinePolicy?
     /// The ledger keys a receipt brought by a customer must be signed with; nil: no customer executes.
     private let ledgerKeys: TrustedLedgerKeys?
+    /// The newest deny list from the ledger, what offline acceptances are checked against.
+    private var denyList: DenyList?
     /// The largest tip accepted, in percent of the amount: a guard against a mistyped tip.
     private let maximumTipPercent: UInt64
     private var peers: [PeerID: PeerSession] = [:]
@@ -83,6 +85,11 @@ public struct BusinessMachine: Sendable {
             if case .customerExecuting(peer, _) = payment.phase { actions += lookUp(payment.request.paymentID) }
         }
         return actions
+    }
+
+    /// A deny list from the ledger (fetched, or kept from before): the newest one is used from now on.
+    public mutating func denyListReceived(_ list: DenyList) {
+        if denyList.map({ $0.issuedAt < list.issuedAt }) ?? true { denyList = list }
     }
 
     /// Opens a request (signed by the driver with the merchant key) and offers it to every connected customer.
@@ -296,7 +303,9 @@ public struct BusinessMachine: Sendable {
             guard let offline else {
                 return refuseForGood(id, peer, PaymentError(.ledgerOffline, "this business takes no offline payments"))
             }
-            if let error = offline.verify(acceptance, of: payment.request) { return refuseForGood(id, peer, error) }
+            if let error = offline.verify(acceptance, of: payment.request, denyList: denyList, at: now) {
+                return refuseForGood(id, peer, error)
+            }
             execution = .queue(payment.request, acceptance)
         }
         payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)

@@ -33,6 +33,7 @@ import Testing
         let card: String
         let vouchers: CustomerVouchers
         let queue: SettlementQueue
+        let denyLists: DenyListStore
         let settlement: OfflineSettlement
         let business: BusinessService
         let phone: CustomerService
@@ -57,11 +58,16 @@ import Testing
                 ? LedgerClient(baseURL: "http://127.0.0.1:9", credentials: merchant.client.credentials,
                     retry: .init(attempts: 1, timeout: .seconds(1)), logger: testLogger)
                 : merchant.client
-            let queue = SettlementQueue(store: try DaemonStore(path: scratchFile("business-state.sqlite")))
+            let store = try DaemonStore(path: scratchFile("business-state.sqlite"))
+            let queue = SettlementQueue(store: store)
+            let denyLists = DenyListStore(store: store)
             let settlement = OfflineSettlement(
                 queue: queue, ledger: businessClient,
                 settings: .init(interval: .milliseconds(200), limits: .init(
                     maximumCount: 10, maximumTotalMinorUnits: 10_000, maximumAgeMilliseconds: 3_600_000)),
+                denyList: DenyListRefresh(
+                    store: denyLists, ledger: businessClient, trusted: TrustedLedgerKeys([ledgerKey]),
+                    maximumAgeMilliseconds: 3_600_000, clock: clock, logger: testLogger),
                 clock: clock, logger: testLogger)
             let network = InMemoryNetwork(certificate: testCertificate)
             let business = BusinessService(
@@ -99,7 +105,7 @@ import Testing
             await phone.startReceiving()
             defer { network.shutdown() }
             return try await body(Shop(
-                merchant: merchant, customer: customer, card: card, vouchers: vouchers, queue: queue, settlement: settlement,
+                merchant: merchant, customer: customer, card: card, vouchers: vouchers, queue: queue, denyLists: denyLists, settlement: settlement,
                 business: business, phone: phone, reachability: reachability, bus: bus, shop: shop, wallet: wallet))
         }
 
@@ -128,6 +134,7 @@ import Testing
     @Test func aPaymentMadeWhileTheLedgerIsDownFinishesPendingAndIsSettledOnceItIsBack() async throws {
         try await RunningLedger.with(.sqlite) { ledger in
             try await Shop.with(ledger) { shop in
+                try await eventually("the ledger's deny list kept") { (try? shop.denyLists.latest()) != nil }
                 let id = try await ledger.down {
                     try await eventually("the ledger unreachable", within: .seconds(30)) { !shop.settlement.ledgerReachable }
                     #expect(await shop.reachability.probe() == false)
@@ -179,6 +186,34 @@ import Testing
                 #expect(try shop.queue.outcome(of: id) == nil)
                 #expect(try await shop.waiting() == Waiting(waiting: 0, totals: [:], ledger_reachable: false))
                 #expect(try shop.vouchers.list().map(\.uses) == [0])
+                #expect(try await ledger.server.audit().isEmpty)
+            }
+        }
+    }
+
+    /// A voucher voided at the ledger, while the device (this one has not heard) still holds it: the business, which
+    /// fetched the ledger's deny list before it lost the ledger, refuses it offline; nothing is kept or settled.
+    @Test func aVoucherVoidedAtTheLedgerIsRefusedOfflineFromTheDenyList() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            try await Shop.with(ledger) { shop in
+                let voucher = try #require(try shop.vouchers.list().first)
+                _ = try await shop.customer.client.voidPreAuthorization(voucher.voucher.voucherID.description)
+                try await eventually("a deny list naming the voucher", within: .seconds(10)) {
+                    (try? shop.denyLists.latest())??.denies(voucher: voucher.voucher.voucherID) == true
+                }
+                try await ledger.down {
+                    try await eventually("the ledger unreachable", within: .seconds(30)) { !shop.settlement.ledgerReachable }
+                    #expect(await shop.reachability.probe() == false)
+                    let id = try await shop.pay(online: false)
+                    try await shop.wallet.contains("the customer told its voucher was refused") {
+                        if case .error(_, id, let error) = $0 { error.code == .preAuthorizationInvalid } else { false }
+                    }
+                    let refused = try await shop.shop.next(.acceptanceRefused)
+                    #expect(refused.paymentID == id.description)
+                    #expect(try shop.queue.outcome(of: id) == nil)
+                    #expect(try await shop.waiting() == Waiting(waiting: 0, totals: [:], ledger_reachable: false))
+                }
+                #expect((try await shop.merchantBalance(ledger) ?? 0) == 0)
                 #expect(try await ledger.server.audit().isEmpty)
             }
         }

@@ -24,8 +24,20 @@ import Testing
         OfflinePolicy(trusted: TrustedLedgerKeys(keys ?? [ledgerKey.publicKey]), currency: Fixture.eur, maximumPaymentMinorUnits: maximum)
     }
 
-    func open(_ policy: OfflinePolicy?, request: PaymentRequest? = nil) throws -> BusinessMachine {
+    /// The ledger's deny list as the business fetched it a minute before the request.
+    func denyList(
+        vouchers: [FixedBytes<Bytes8>] = [], keys: [Key32] = [], issuedAt: Timestamp = Fixture.later(240_000),
+        signer: SigningKey? = nil
+    ) -> DenyList {
+        try! DenyList(
+            issuedAt: issuedAt, voidedVouchers: vouchers, blockedKeys: keys,
+            ledgerKeyID: TrustedLedgerKeys.keyID(of: (signer ?? ledgerKey).publicKey), signature: .unsigned
+        ).signed(by: signer ?? ledgerKey)
+    }
+
+    func open(_ policy: OfflinePolicy?, request: PaymentRequest? = nil, denyList: DenyList?? = nil) throws -> BusinessMachine {
         var m = BusinessMachine(verifier: Verifier(), offline: policy)
+        if let list = denyList ?? self.denyList() { m.denyListReceived(list) }
         for peer in [p1, p2] { _ = m.connected(peer, Fixture.session, at: Fixture.later(300_000)) }
         _ = try m.request(request ?? r, at: Fixture.later(300_000))
         return m
@@ -138,5 +150,45 @@ import Testing
         var closed = try open(nil)
         #expect(closed.receive(.paymentAcceptance(acceptance()), from: p1, at: Fixture.later(301_000)).events
             == [.acceptanceRefused(id, by: p1, PaymentError(.ledgerOffline, "this business takes no offline payments"))])
+    }
+
+    struct DenyCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        let code: PaymentErrorCode
+        let list: @Sendable (OfflineAcceptanceTests) -> DenyList?
+        var testDescription: String { name }
+    }
+
+    static let denials: [DenyCase] = [
+        DenyCase(name: "no deny list", code: .ledgerOffline) { _ in nil },
+        DenyCase(name: "a deny list older than the maximum", code: .ledgerOffline) {
+            // A day and the clock tolerance before the acceptance, and then some.
+            $0.denyList(issuedAt: Timestamp(millisecondsSince1970: Fixture.t0.millisecondsSince1970 - 86_400_000))
+        },
+        DenyCase(name: "a deny list by an untrusted key", code: .ledgerOffline) { $0.denyList(signer: SigningKey()) },
+        DenyCase(name: "the voucher voided", code: .preAuthorizationInvalid) { $0.denyList(vouchers: [$0.voucher().voucherID]) },
+        DenyCase(name: "the device blocked", code: .blocked) { $0.denyList(keys: [$0.customer.publicKey]) },
+    ]
+
+    /// The deny list a business holds must be the ledger's, recent, and name neither the voucher nor the device.
+    @Test(arguments: denials)
+    func aVoucherTheDenyListDoesNotClearIsRefused(_ denial: DenyCase) throws {
+        var m = try open(policy(), denyList: .some(denial.list(self)))
+        let answer = m.receive(.paymentAcceptance(acceptance()), from: p1, at: Fixture.later(301_000))
+        #expect(answer.events.map { event -> PaymentErrorCode? in
+            if case .acceptanceRefused(_, _, let error) = event { error.code } else { nil }
+        } == [denial.code])
+        // A newer list that clears it lets the next customer's voucher through.
+        m.denyListReceived(denyList(issuedAt: Fixture.later(300_500)))
+        let good = acceptance()
+        #expect(m.receive(.paymentAcceptance(good), from: p2, at: Fixture.later(301_000)).contains(.queue(r, good)))
+    }
+
+    @Test func anOlderDenyListNeverReplacesANewerOne() throws {
+        var m = try open(policy(), denyList: .some(denyList(keys: [customer.publicKey], issuedAt: Fixture.later(299_000))))
+        m.denyListReceived(denyList(issuedAt: Fixture.later(200_000)))
+        #expect(m.receive(.paymentAcceptance(acceptance()), from: p1, at: Fixture.later(301_000)).events.map {
+            event -> PaymentErrorCode? in if case .acceptanceRefused(_, _, let error) = event { error.code } else { nil }
+        } == [.blocked])
     }
 }

@@ -47,13 +47,8 @@ enum OnlinePayment {
         guard case .paymentAcceptance(let accepted) = try toCustomer.open(acceptance) else { throw Failed() }
         try toCustomer.verify(accepted, of: received)
         let receipt = offline
-            ? try Receipt(
-                paymentID: received.paymentID, status: .pendingSettlement, transactionID: nil, amount: received.amount,
-                tipMinorUnits: 250, issuedAt: now, ledgerSignature: nil)
-            : try Receipt(
-                paymentID: received.paymentID, status: .settled, transactionID: "tx-0001", amount: received.amount,
-                tipMinorUnits: 250, issuedAt: now, ledgerSignature: .unsigned
-            ).signed(by: ledgerKey)
+            ? try Receipt.pending(received, accepted, at: now)
+            : try Receipt.settled(received, accepted, transactionID: "tx-0001", at: now, signedBy: ledgerKey)
         let result = try toCustomer.seal(
             .paymentResult(PaymentResult(paymentID: received.paymentID, outcome: .finished(receipt))))
         _ = try toBusiness.open(result)

@@ -55,11 +55,16 @@ private func offline(_ context: DaemonContext) -> (policy: OfflinePolicy, settle
     let limits = SettlementQueue.Limits(
         maximumCount: settings.maximumPendingCount, maximumTotalMinorUnits: UInt64(settings.maximumPendingTotal),
         maximumAgeMilliseconds: UInt64(settings.maximumPendingHours) * 3_600_000)
+    let denyListAge = UInt64(settings.maximumDenyListHours) * 3_600_000
     let settlement = OfflineSettlement(
         queue: SettlementQueue(store: context.store), ledger: context.ledger,
-        settings: .init(interval: .seconds(settings.settleIntervalSeconds), limits: limits), clock: context.clock,
-        logger: context.logger)
+        settings: .init(interval: .seconds(settings.settleIntervalSeconds), limits: limits),
+        denyList: DenyListRefresh(
+            store: DenyListStore(store: context.store), ledger: context.ledger, trusted: context.trustedLedgerKeys,
+            maximumAgeMilliseconds: denyListAge, clock: context.clock, logger: context.logger),
+        clock: context.clock, logger: context.logger)
     let policy = OfflinePolicy(
-        trusted: context.trustedLedgerKeys, currency: currency, maximumPaymentMinorUnits: UInt64(settings.maximumPayment))
+        trusted: context.trustedLedgerKeys, currency: currency, maximumPaymentMinorUnits: UInt64(settings.maximumPayment),
+        maximumDenyListAgeMilliseconds: denyListAge)
     return (policy, settlement)
 }

@@ -46,7 +46,7 @@ public enum CustomerDaemon {
             },
             ControlService {
                 try await CustomerControl.serve(
-                    service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger),
+                    service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger, reachability),
                     vouchers: vouchers, clock: context.clock, logger: context.logger, ready: { readiness.report("bus") })
             },
             PaymentService(notify: notify, serve: { await service.run() }, shutdown: { await service.shutdown() }),
@@ -61,14 +61,17 @@ private func customerVouchers(_ context: DaemonContext) -> CustomerVouchers {
     return CustomerVouchers(wallet: wallet, ledger: context.ledger, clock: context.clock)
 }
 
-/// The customer's instruments at the ledger, through its device credentials. While the ledger cannot be reached,
-/// the list it last gave stands in, so that a customer who is offline can still accept (with balances as they were).
-private func wallet(_ ledger: LedgerClient) -> CustomerControl.Wallet {
+/// The customer's instruments at the ledger, through its device credentials, asked once for at most 10 s (well
+/// within a control call's time). While the ledger cannot be reached, the list it last gave stands in, so that a
+/// customer who is offline can still accept (with balances as they were).
+private func wallet(_ ledger: LedgerClient, _ reachability: LedgerReachability) -> CustomerControl.Wallet {
     let known = Mutex<[CustomerControl.Instrument]?>(nil)
+    let asking = ledger.once(timeoutSeconds: 10)
     return CustomerControl.Wallet(
         list: { () throws(PaymentError) in
+            if !reachability.isReachable, let instruments = known.withLock({ $0 }) { return instruments }
             do throws(LedgerClientError) {
-                let instruments = try await ledger.instruments().map {
+                let instruments = try await asking.instruments().map {
                     CustomerControl.Instrument(
                         id: $0.id, kind: $0.type.rawValue, description: $0.description, blocked: $0.blocked,
                         available: Dictionary($0.balances.map { ($0.currency, $0.available) }) { $1 })

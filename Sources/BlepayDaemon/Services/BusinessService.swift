@@ -73,6 +73,7 @@ public actor BusinessService {
             if let settlement {
                 group.addTask { await settlement.run() }
                 group.addTask { for await event in settlement.events { relayed.continuation.yield(event) } }
+                group.addTask { for await list in settlement.newDenyLists { await driver.denyListReceived(list) } }
             }
             group.addTask { await driver.run() }
             group.addTask {

@@ -28,15 +28,18 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private let reachability: LedgerReachability
+    private let denyList: DenyListRefresh?
+    private let denyLists = AsyncStream<DenyList>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let rounds = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     /// `settled` and `settlementRefused`, as the ledger decides each payment.
     public let events: AsyncStream<BusinessEvent>
 
     public init(
-        queue: SettlementQueue, ledger: LedgerClient, settings: Settings, clock: @escaping @Sendable () -> Timestamp,
-        logger: Logger
+        queue: SettlementQueue, ledger: LedgerClient, settings: Settings, denyList: DenyListRefresh? = nil,
+        clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
+        self.denyList = denyList
         self.queue = queue
         self.ledger = ledger
         self.settings = settings
@@ -47,6 +50,9 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
             unreachable: "the ledger is unreachable; requests are offline"))
         (events, continuation) = AsyncStream.makeStream()
     }
+
+    /// The ledger's deny lists, as each newer one is kept (the one kept from before first).
+    public var newDenyLists: AsyncStream<DenyList> { denyLists.stream }
 
     /// Whether the ledger answered the last call to it.
     public var ledgerReachable: Bool { reachability.isReachable }
@@ -75,6 +81,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
 
     /// Until cancelled: a round at every interval, and whenever `settleNow` asks.
     public func run() async {
+        if let kept = denyList?.kept() { denyLists.continuation.yield(kept) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [rounds, interval = settings.interval] in
                 while (try? await Task.sleep(for: interval)) != nil { rounds.continuation.yield() }
@@ -87,9 +94,11 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
             group.cancelAll()
         }
         continuation.finish()
+        denyLists.continuation.finish()
     }
 
-    /// Sends batch after batch until none waits or the ledger cannot be reached; with none waiting, probes it.
+    /// Sends batch after batch until none waits or the ledger cannot be reached; with none waiting, probes it. With
+    /// the ledger there, the deny list is refreshed too.
     func round() async {
         do {
             var sent = false
@@ -98,6 +107,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
                 guard await send(batch) else { return }
             }
             if !sent { await reachability.probe() }
+            if reachability.isReachable, let list = await denyList?.refresh() { denyLists.continuation.yield(list) }
         } catch {
             logger.error("the settlement queue failed", metadata: ["error": "\(error)"])
         }

@@ -3,22 +3,33 @@ import BlepayProtocol
 /// What a business takes while it cannot reach the ledger: acceptances under a pre-authorization, checked here
 /// offline before the payment is kept for settlement. The voucher must be signed by a trusted ledger key, issued to
 /// the key that signed the acceptance for the instrument it names, in the payment's currency, valid when the
-/// merchant signed the request, and cover the total on top of what its earlier uses spent. The merchant's own risk
-/// limit caps one payment; the limits on everything kept (count, total, age) are the queue's (`OfflineQueue`).
+/// merchant signed the request, and cover the total on top of what its earlier uses spent; neither the voucher nor
+/// the device may be on the ledger's deny list, and that list, signed by a trusted ledger key, must be recent: a
+/// business that has not heard from the ledger for longer takes no voucher at all. The merchant's own risk limit caps
+/// one payment; the limits on everything kept (count, total, age) are the queue's (`OfflineQueue`).
 public struct OfflinePolicy: Sendable {
     public let trusted: TrustedLedgerKeys
     /// The one currency taken offline, and the largest total (amount plus tip) of one payment in it.
     public let currency: Currency
     public let maximumPaymentMinorUnits: UInt64
+    /// How old the deny list may be (since the ledger issued it) for vouchers to be taken.
+    public let maximumDenyListAgeMilliseconds: UInt64
 
-    public init(trusted: TrustedLedgerKeys, currency: Currency, maximumPaymentMinorUnits: UInt64) {
+    public init(
+        trusted: TrustedLedgerKeys, currency: Currency, maximumPaymentMinorUnits: UInt64,
+        maximumDenyListAgeMilliseconds: UInt64 = 86_400_000
+    ) {
         self.trusted = trusted
         self.currency = currency
         self.maximumPaymentMinorUnits = maximumPaymentMinorUnits
+        self.maximumDenyListAgeMilliseconds = maximumDenyListAgeMilliseconds
     }
 
-    /// Nil when the acceptance may be kept; else why not, each reason the payer's.
-    public func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest) -> PaymentError? {
+    /// Nil when the acceptance may be kept; else why not, each reason the payer's. `denyList`: the newest the
+    /// business holds; `now`: the business's clock, which judges the list's age.
+    public func verify(_ acceptance: PaymentAcceptance, of request: PaymentRequest, denyList: DenyList?, at now: Timestamp)
+        -> PaymentError?
+    {
         guard let presented = acceptance.preAuthorization else {
             return PaymentError(.preAuthorizationInvalid, "the business is offline: only a pre-authorized payment is taken")
         }
@@ -43,6 +54,13 @@ public struct OfflinePolicy: Sendable {
         guard total.minorUnits <= voucher.limit.minorUnits - presented.spentBeforeMinorUnits else {
             return PaymentError(.preAuthorizationInvalid, "the voucher has less left than \(total)")
         }
+        guard let denyList,
+            (try? denyList.verify(trusting: trusted, at: now, maximumAge: maximumDenyListAgeMilliseconds)) != nil
+        else {
+            return PaymentError(.ledgerOffline, "no deny list from the ledger in the last \(maximumDenyListAgeMilliseconds / 3_600_000) h: no voucher is taken")
+        }
+        if denyList.denies(voucher: voucher.voucherID) { return PaymentError(.preAuthorizationInvalid, "the voucher was voided") }
+        if denyList.denies(key: acceptance.customerKey) { return PaymentError(.blocked, "the ledger blocked this device") }
         return nil
     }
 }

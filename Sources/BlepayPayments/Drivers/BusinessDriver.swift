@@ -111,6 +111,9 @@ public actor BusinessDriver {
         return request
     }
 
+    /// A deny list from the ledger: offline acceptances are checked against the newest.
+    public func denyListReceived(_ list: DenyList) { machine.denyListReceived(list) }
+
     /// Withdraws an open request from every customer (fire and forget).
     public func cancelPayment(_ paymentID: PaymentID) throws(PaymentError) { perform(try machine.cancel(paymentID)) }
 

@@ -1,0 +1,66 @@
+import BlepayDaemonStore
+import BlepayLedgerClient
+import BlepayProtocol
+import Logging
+
+/// The business's copy of the ledger's deny list (voided vouchers, blocked devices), what it checks vouchers against
+/// while it cannot ask: a list is taken only with the signature of a trusted ledger key, kept in the state file
+/// before it is used, and replaced only by a newer one.
+public struct DenyListRefresh: Sendable {
+    let store: DenyListStore
+    let ledger: LedgerClient
+    let trusted: TrustedLedgerKeys
+    /// A list older than this is of no use (`OfflinePolicy`), so none is taken.
+    let maximumAgeMilliseconds: UInt64
+    let clock: @Sendable () -> Timestamp
+    let logger: Logger
+
+    public init(
+        store: DenyListStore, ledger: LedgerClient, trusted: TrustedLedgerKeys, maximumAgeMilliseconds: UInt64,
+        clock: @escaping @Sendable () -> Timestamp, logger: Logger
+    ) {
+        self.store = store
+        self.ledger = ledger
+        self.trusted = trusted
+        self.maximumAgeMilliseconds = maximumAgeMilliseconds
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// The list kept from before, if any.
+    func kept() -> DenyList? {
+        do {
+            return try store.latest()
+        } catch {
+            logger.error("the kept deny list cannot be read", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Asks the ledger for its list; returns it once kept, if it is newer than the one kept.
+    func refresh() async -> DenyList? {
+        let list: DenyList
+        do throws(LedgerClientError) {
+            list = try await ledger.denyList()
+        } catch {
+            logger.warning("the ledger's deny list was not fetched", metadata: ["error": "\(error)"])
+            return nil
+        }
+        do throws(ProtocolError) {
+            try list.verify(trusting: trusted, at: clock(), maximumAge: maximumAgeMilliseconds)
+        } catch {
+            logger.warning("the ledger's deny list was refused", metadata: ["error": "\(error)"])
+            return nil
+        }
+        do {
+            guard try store.keep(list) else { return nil }
+        } catch {
+            logger.error("the deny list could not be kept", metadata: ["error": "\(error)"])
+            return nil
+        }
+        logger.debug("deny list kept", metadata: [
+            "vouchers": "\(list.voidedVouchers.count)", "devices": "\(list.blockedKeys.count)",
+        ])
+        return list
+    }
+}
