@@ -6,6 +6,7 @@ BENCH_ROUND_TRIPS ?= 200
 LEDGER_BENCH_PAYMENTS ?= 8000
 LEDGER_BENCH_SETTLEMENTS ?= 4000
 DAEMON_BENCH_PAYMENTS ?= 50
+DAEMON_BENCH_OFFLINE ?= 20
 FUZZ_SECONDS ?= 60
 TEST_LOG = .build/test-output.log
 SHELL := /bin/bash
@@ -65,7 +66,8 @@ fuzz:
 # payments/s and latency over HTTP on SQLite and on PostgreSQL (two processes) beside the disk's raw SQLite
 # transactions/s; then in the one-host topology: discovery, connection and GATT round-trip timings, and the
 # peripheral's peak RSS; and the daemons with six adapters: discovery to the first request, request and accept
-# latency over DAEMON_BENCH_PAYMENTS payments, one request to five customers, idle CPU and peak RSS.
+# latency over DAEMON_BENCH_PAYMENTS payments, one request to five customers, idle CPU and peak RSS, and with the ledger
+# stopped the accept latency of DAEMON_BENCH_OFFLINE payments made under a voucher.
 bench: deps
 	bash scripts/bench-swift.sh
 	bash scripts/bench-ledger.sh $(LEDGER_BENCH_PAYMENTS) 32 $(LEDGER_BENCH_SETTLEMENTS)
@@ -74,7 +76,8 @@ bench: deps
 	$(SWIFT) build -c release --product blepayd
 	$(SWIFT) build -c release --product blepayctl
 	$(SWIFT) build -c release --product blepay-ledger
-	bash scripts/bench-daemons.sh $(shell $(SWIFT) build -c release --show-bin-path) $(DAEMON_BENCH_PAYMENTS)
+	bash scripts/bench-daemons.sh $(shell $(SWIFT) build -c release --show-bin-path) $(DAEMON_BENCH_PAYMENTS) 10 \
+	  $(DAEMON_BENCH_OFFLINE)
 
 # Release binaries, systemd units, sysusers, the D-Bus policy, sample configuration (kept if present), completions and
 # docs; DESTDIR=/some/dir installs below it without touching the running system.

@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
 # The daemons' timings and footprint in the one-host rig (scripts/rig-bench.sh: a business and five customers on
-# six adapters), then one request broadcast to 10 customers (11 adapters), printed as 'bench:' lines.
-# Usage: scripts/bench-daemons.sh BIN_DIR [PAYMENTS] [BROADCAST_CUSTOMERS]
+# six adapters, then both offline), then one request broadcast to 10 customers (11 adapters), printed as 'bench:'
+# lines. Usage: scripts/bench-daemons.sh BIN_DIR [PAYMENTS] [BROADCAST_CUSTOMERS] [OFFLINE_PAYMENTS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "${1:?usage: bench-daemons.sh BIN_DIR [PAYMENTS]}" && pwd)
 payments=${2:-50}
 wide=${3:-10}
+offline=${4:-20}
 out=$(mktemp -d /tmp/blepay-bench-daemons.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-# run DIR CUSTOMERS PAYMENTS: the scenario in the rig, its results in DIR/daemons-bench.json.
+# run DIR CUSTOMERS PAYMENTS OFFLINE: the scenario in the rig, its results in DIR/daemons-bench.json.
 run() {
   mkdir -p "$1"
   "$here/rig.sh" --out "$1" --timeout 2400 --memory "$((1 + $2 / 8))G" one-host --controllers $(($2 + 1)) \
-    -- "bash $here/rig-bench.sh $bin $3 $2" \
+    -- "bash $here/rig-bench.sh $bin $3 $2 $4" \
     > "$1/rig.log" 2>&1 || {
     echo "bench: the daemons' scenario with $2 customers failed; rig output:" >&2
     tail -n 40 "$1/rig.log" >&2
     exit 1
   }
 }
-run "$out/five" 5 "$payments"
-run "$out/wide" "$wide" 0
+run "$out/five" 5 "$payments" "$offline"
+run "$out/wide" "$wide" 0 0
 python3 - "$out/five/daemons-bench.json" "$out/wide/daemons-bench.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("bench: daemons discovery (customer start -> open request shown) %.2f s" % r["discovery_to_first_request_s"])
 for name, label in (("request_to_received_ms", "request -> receivedPayment"), ("accept_to_finished_ms", "accept -> finishedPayment")):
     print("bench: daemons %s over %d payments p50 %.0f ms p95 %.0f ms" % (label, r["payments"], r[name]["p50"], r[name]["p95"]))
+if r["offline_accept_to_pending_ms"]:
+    o = r["offline_accept_to_pending_ms"]
+    print("bench: daemons both offline, accept -> finishedPayment (pending settlement) over %d payments p50 %.0f ms p95 %.0f ms"
+          % (r["offline_payments"], o["p50"], o["p95"]))
 for b in (r["broadcast"], json.load(open(sys.argv[2]))["broadcast"]):
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request; %d otherPaid, the last %.2f s after the accept"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))

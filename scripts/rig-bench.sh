@@ -6,11 +6,15 @@
 #   PAYMENTS payments with c1 on its open connection: request -> receivedPayment and accept -> finishedPayment
 #     (each from the moment blepayctl is started, so the CLI's own start is included);
 #   broadcast: c2..cN join; one request shown to all of them, c1 accepts, every other one gets otherPaid;
-#   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run.
+#   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run;
+#   both offline: the ledger stops; OFFLINE payments with c1 under its voucher: accept -> finishedPayment, pending
+#     settlement (the business checks and keeps each before it answers).
 # Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS] [CUSTOMERS]
+# [OFFLINE]
 set -euo pipefail
 payments=${2:-50}
 count=${3:-5}
+offline=${4:-20}
 export BLEPAY_LOG_LEVEL=info
 source "$(dirname "$0")/rig-lib.sh"
 install_blepay "$1"
@@ -20,8 +24,9 @@ for ((i = 1; i <= count; i++)); do customers+=("c$i"); done
 
 start_ledger
 configure /etc/blepay/business.toml business "$ledger" "$(account merchant Bench | json '["enrollmentToken"]')" hci0
-# Room for every customer at once: the broadcast must reach them all.
+# Room for every customer at once: the broadcast must reach them all. Offline, it takes USD.
 sed -i "/^adapter = /a maximum_connections = $count" /etc/blepay/business.toml
+printf '[offline]\ncurrency = "USD"\nsettle_interval_seconds = 2\n' >> /etc/blepay/business.toml
 start business business "$(ready_check org.blepay.Business hci0 Discovering)"
 for ((i = 1; i <= count; i++)); do
   configure "/etc/blepay/customer-c$i.toml" customer "$ledger" "$(account customer "c$i" | json '["enrollmentToken"]')" \
@@ -40,6 +45,8 @@ for name in "${customers[@]}"; do
 done
 customer c1
 fund_card --instance c1
+# The voucher the offline payments ride on: 1.00 each.
+blepayctl voucher obtain "$offline.00" USD --hours 2 --instance c1 > /dev/null
 stop c1
 
 now() { date +%s.%N; }
@@ -114,6 +121,20 @@ for d in "${daemons[@]}"; do
   record "peak_rss_mb.$d" "$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
 done
 
+# Both offline: nothing answers at the ledger's address any more.
+stop ledger
+await "blepayctl settlement --json | grep -q '\"ledger_reachable\":false'" 60 || fail "the business never found the ledger gone"
+await "grep -q 'the ledger is unreachable' '$out/$host.c1.log'" 60 || fail "c1 never found the ledger gone"
+for ((i = 0; i < offline; i++)); do
+  id=$(blepayctl request 1.00 USD --reference "offline-$i")
+  when c1 receivedPayment "$id" > /dev/null
+  accepted=$(now)
+  blepayctl accept "$id" --instance c1 > /dev/null
+  record offline_finished "$(since "$(when c1 finishedPayment "$id")" "$accepted")"
+  when business finished "$id" > /dev/null
+done
+grep -c '"receipt_status":"pendingSettlement"' "$out/c1.events.jsonl" > "$out/offline.pending"
+
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -129,6 +150,8 @@ result = {
     "payments": len(samples.get("shown", [])),
     "request_to_received_ms": {"p50": pct(samples["shown"], 50) * 1000, "p95": pct(samples["shown"], 95) * 1000} if "shown" in samples else None,
     "accept_to_finished_ms": {"p50": pct(samples["finished"], 50) * 1000, "p95": pct(samples["finished"], 95) * 1000} if "finished" in samples else None,
+    "offline_payments": len(samples.get("offline_finished", [])),
+    "offline_accept_to_pending_ms": {"p50": pct(samples["offline_finished"], 50) * 1000, "p95": pct(samples["offline_finished"], 95) * 1000} if "offline_finished" in samples else None,
     "broadcast": {"customers": len(samples["other_paid"]) + 1, "other_paid": len(samples["other_paid"]),
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
                   "accept_to_last_other_paid_s": samples["broadcast_other_paid"][0]},
@@ -138,5 +161,4 @@ result = {
 json.dump(result, open(f"{out}/daemons-bench.json", "w"), indent=2)
 PY
 for name in business "${customers[@]}"; do stop "$name"; done
-stop ledger
 log "done"

@@ -64,6 +64,8 @@ a)
   await "[ -f '$out/b.done' ]" 300 || fail "host b did not finish"
   ip link set ledger0 up
   ip -6 addr replace fd00:1ed::1/128 dev ledger0 nodad
+  # Until the customer finds the ledger again it shows the instruments as the ledger last listed them.
+  await "grep -q 'the ledger is reachable' '$out/a.customer.log'" 60 || fail "the customer never found the ledger back"
   blepayctl instruments --json > "$out/instruments.after.json"
   blepayctl voucher --json > "$out/vouchers.after.json"
   admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.after.json"

@@ -54,6 +54,9 @@ public struct SettlementQueue: Sendable {
             self.maximumTotalMinorUnits = maximumTotalMinorUnits
             self.maximumAgeMilliseconds = maximumAgeMilliseconds
         }
+
+        /// No limit: a customer keeps a copy of every payment its businesses kept.
+        public static let unlimited = Limits(maximumCount: .max, maximumTotalMinorUnits: .max, maximumAgeMilliseconds: .max)
     }
 
     /// Batches carry at most this many payments (the ledger's limit).

@@ -50,6 +50,9 @@ public enum CustomerAction: Sendable, Hashable {
     case execute(PaymentRequest, PaymentAcceptance)
     /// Look up the payment's status at the ledger (after an unknown outcome). Never an execution.
     case lookUpStatus(PaymentID)
+    /// The business took this acceptance under a pre-authorization, pending settlement: keep the signed pair and
+    /// settle it once the ledger can be reached (whichever side does first; the ledger pays it once).
+    case keepForSettlement(PaymentRequest, PaymentAcceptance)
 }
 
 /// What the customer chose when accepting: the acceptance's content apart from what the request and session fix.

@@ -77,10 +77,15 @@ public struct CustomerMachine: Sendable {
         case .paymentResult(let result):
             switch result.outcome {
             case .finished(let receipt):
-                guard payments[result.paymentID]?.phase == .accepted, payments[result.paymentID]?.peer == peer
+                guard let payment = payments[result.paymentID], payment.phase == .accepted, payment.peer == peer
                 else { return [] }
                 payments[result.paymentID]?.receipt = receipt
-                return end(result.paymentID, of: peer, from: [.accepted], .finishedPayment(peer, receipt), .finished)
+                // The business kept it under this customer's voucher: the customer keeps the signed pair too, and
+                // settles it if the business does not get to it first.
+                let keep: [CustomerAction] = if receipt.status == .pendingSettlement, let acceptance = payment.acceptance,
+                    acceptance.preAuthorization != nil
+                { [.keepForSettlement(payment.request, acceptance)] } else { [] }
+                return keep + end(result.paymentID, of: peer, from: [.accepted], .finishedPayment(peer, receipt), .finished)
             case .failed(let code, let detail):
                 return end(result.paymentID, of: peer, from: [.accepted],
                     .error(peer, result.paymentID, PaymentError(code, detail)), .failed(code))

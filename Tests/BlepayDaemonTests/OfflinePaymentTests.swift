@@ -34,6 +34,10 @@ import Testing
         let vouchers: CustomerVouchers
         let queue: SettlementQueue
         let denyLists: DenyListStore
+        /// The customer's copies of what its business kept.
+        let customerQueue: SettlementQueue
+        /// The business's payments and settlement: cancelled, the business is gone.
+        let businessPayments: Task<Void, Never>
         let settlement: OfflineSettlement
         let business: BusinessService
         let phone: CustomerService
@@ -94,18 +98,24 @@ import Testing
                 matching: DBusMatchRule(interface: ControlAPI.businessInterface, member: ControlAPI.eventSignal)))
             let reachability = LedgerReachability(
                 ledger: customer.client, logger: testLogger, meaning: (reachable: "reachable", unreachable: "unreachable"))
+            let customerQueue = SettlementQueue(store: try DaemonStore(path: scratchFile("customer-state.sqlite")))
+            let copies = OfflineSettlement(
+                queue: customerQueue, ledger: customer.client, settings: .init(interval: .milliseconds(200), limits: .unlimited),
+                reachability: reachability, clock: clock, logger: testLogger)
+            let copying = Task { await copies.run() }
+            defer { copying.cancel() }
             let phone = CustomerService(
                 links: {
                     let (transport, _) = network.connectCustomer()
                     return CustomerService.Links(transport: transport) { try await Task.sleep(for: .seconds(3600)) }
                 },
                 signer: vouchers.signer(customer.key) { reachability.isReachable },
-                ledger: LedgerBackend(client: customer.client), clock: clock, logger: testLogger)
+                ledger: LedgerBackend(client: customer.client), settlement: copies, clock: clock, logger: testLogger)
             let wallet = Recorder(phone.events)
             await phone.startReceiving()
             defer { network.shutdown() }
             return try await body(Shop(
-                merchant: merchant, customer: customer, card: card, vouchers: vouchers, queue: queue, denyLists: denyLists, settlement: settlement,
+                merchant: merchant, customer: customer, card: card, vouchers: vouchers, queue: queue, denyLists: denyLists, customerQueue: customerQueue, businessPayments: payments, settlement: settlement,
                 business: business, phone: phone, reachability: reachability, bus: bus, shop: shop, wallet: wallet))
         }
 
@@ -156,6 +166,10 @@ import Testing
                 #expect(settled.paymentID == id.description && settled.details.receiptStatus == "settled")
                 #expect(settled.details.transactionID != nil && settled.details.amount == 2550 && settled.details.tip == 100)
                 #expect(try shop.queue.outcome(of: id) == .settled)
+                // The customer's copy is settled too: by its own upload, or as already settled by the business's.
+                try await eventually("the customer's copy settled", within: .seconds(10)) {
+                    (try? shop.customerQueue.outcome(of: id)) == .settled
+                }
                 #expect(try await shop.waiting(["--now"]) == Waiting(waiting: 0, totals: [:], ledger_reachable: true))
                 #expect(try await shop.merchantBalance(ledger) == 2650)
                 try await Task.sleep(for: .milliseconds(500))
@@ -186,6 +200,33 @@ import Testing
                 #expect(try shop.queue.outcome(of: id) == nil)
                 #expect(try await shop.waiting() == Waiting(waiting: 0, totals: [:], ledger_reachable: false))
                 #expect(try shop.vouchers.list().map(\.uses) == [0])
+                #expect(try await ledger.server.audit().isEmpty)
+            }
+        }
+    }
+
+    /// No device holds the only copy: the business goes away with the payment it kept before it could upload it,
+    /// and the customer's copy of the signed pair settles it once the ledger is back, exactly once.
+    @Test func aPaymentTheBusinessNeverUploadsIsSettledFromTheCustomersCopy() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            try await Shop.with(ledger) { shop in
+                try await eventually("the ledger's deny list kept") { (try? shop.denyLists.latest()) != nil }
+                let id = try await ledger.down {
+                    try await eventually("the ledger unreachable", within: .seconds(30)) { !shop.settlement.ledgerReachable }
+                    #expect(await shop.reachability.probe() == false)
+                    let id = try await shop.pay(online: false)
+                    try await shop.wallet.contains("finishedPayment, pending") {
+                        if case .finishedPayment(_, let r) = $0 { r.paymentID == id && r.status == .pendingSettlement } else { false }
+                    }
+                    try await eventually("the customer's copy kept") { (try? shop.customerQueue.summary().count) == 1 }
+                    shop.businessPayments.cancel()
+                    return id
+                }
+                try await eventually("the customer's copy settled", within: .seconds(20)) {
+                    (try? shop.customerQueue.outcome(of: id)) == .settled
+                }
+                #expect(try shop.queue.outcome(of: id) == nil)
+                #expect(try await shop.merchantBalance(ledger) == 2650)
                 #expect(try await ledger.server.audit().isEmpty)
             }
         }

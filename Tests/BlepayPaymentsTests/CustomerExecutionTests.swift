@@ -205,4 +205,28 @@ import Testing
         // Nothing more is said of that business, whatever the ledger answers later.
         #expect(c.ledgerAnswered(id, .executed(try receipt(a1))).isEmpty)
     }
+
+    /// Both offline: the customer keeps its own copy of a pair its business kept under its voucher, to settle it
+    /// too; a plain acceptance, or a settled receipt, leaves nothing to keep.
+    @Test func aPendingReceiptForAVoucherPaymentHasTheCustomerKeepItsCopy() throws {
+        let voucher = try PreAuthorizationVoucher(
+            voucherID: FixedBytes<Bytes8>(Array(repeating: 3, count: 8)), instrumentID: "card-1", customerKey: Fixture.key,
+            limit: Fixture.money(10_000), issuedAt: Fixture.t0, expiresAt: Fixture.later(3_600_000),
+            ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: Fixture.signature)
+        let plain = acceptance()
+        let presented = try PaymentAcceptance(
+            paymentID: id, amount: r.amount, tipMinorUnits: 100, instrumentID: "card-1", delegatedInstrument: false,
+            createdAt: Fixture.later(500), requestHash: Fixture.hash, sessionHash: Fixture.hash, customerKey: Fixture.key,
+            preAuthorization: PreAuthorizationPresentation(voucher: voucher, sequence: 1, spentBeforeMinorUnits: 0),
+            signature: Fixture.signature)
+        for (signed, keeps) in [(presented, true), (plain, false)] {
+            var c = customer()
+            _ = try c.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100, at: Fixture.later(500)))
+            _ = c.acceptanceSigned(signed)
+            let pending = try Receipt.pending(r, signed, at: Fixture.later(1_000))
+            let answer = c.receive(try result(pending), from: p1, at: Fixture.later(1_000))
+            #expect(answer.contains(.keepForSettlement(r, signed)) == keeps)
+            #expect(answer.events == [.finishedPayment(p1, pending)])
+        }
+    }
 }

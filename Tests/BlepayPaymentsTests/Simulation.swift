@@ -225,7 +225,7 @@ struct Simulation {
                 disconnect(peer)
             case .stopAdvertising: break
             // Every request here is online: a customer executing one would pay it a second way.
-            case .execute(let request, _): executedAgain.append(request.paymentID)
+            case .execute(let request, _), .keepForSettlement(let request, _): executedAgain.append(request.paymentID)
             case .lookUpStatus: break
             }
         }

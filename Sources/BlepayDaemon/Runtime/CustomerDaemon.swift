@@ -25,6 +25,12 @@ public enum CustomerDaemon {
             reachable: "the ledger is reachable; an offline business's payments are executed here",
             unreachable: "the ledger is unreachable; an offline business's payments are made under a pre-authorization"))
         let advertised = Advertised()
+        // The signed pairs this customer paid under a voucher, settled by it too if its business does not get there
+        // first: no device holds the only copy.
+        let settlement = OfflineSettlement(
+            queue: SettlementQueue(store: context.store), ledger: context.ledger,
+            settings: .init(interval: .seconds(context.configuration.ledgerProbeSeconds), limits: .unlimited),
+            reachability: reachability, clock: context.clock, logger: context.logger)
         let service = CustomerService(
             links: {
                 let transport = CustomerTransport(
@@ -36,13 +42,22 @@ public enum CustomerDaemon {
                 }
             },
             signer: vouchers.signer(context.identity.signingKey) { reachability.isReachable },
-            ledger: LedgerBackend(client: context.ledger), clock: context.clock, logger: context.logger)
+            ledger: LedgerBackend(client: context.ledger), settlement: settlement, clock: context.clock,
+            logger: context.logger)
         return [
             WatchdogService(notify: notify),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.
             ProbeService(interval: .seconds(context.configuration.ledgerProbeSeconds)) {
                 let online: Capabilities = await reachability.probe() ? .online : []
                 advertised.set(online.union(vouchers.holdsUsable() ? .preAuthorization : []))
+            },
+            // Its verdicts are logged; the customer's events are the reference SDK's, which have no settlement.
+            LinkService(name: "SettlementService") {
+                await withDiscardingTaskGroup { group in
+                    group.addTask { await settlement.run() }
+                    group.addTask { for await _ in settlement.events {} }
+                    group.addTask { for await _ in settlement.newDenyLists {} }
+                }
             },
             ControlService {
                 try await CustomerControl.serve(

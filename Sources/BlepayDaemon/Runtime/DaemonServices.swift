@@ -6,10 +6,11 @@ import ServiceLifecycle
 // then the control API (once every event has been signalled), then the links, then the watchdog. Another part (a
 // settlement queue, a reachability monitor) is one more service in the list.
 
-/// The payment link layer (BLE): serves until its turn in the shutdown.
+/// The payment link layer (BLE), or another part that serves until its turn in the shutdown.
 struct LinkService: Service, CustomStringConvertible {
+    var name = "LinkService"
     let serve: @Sendable () async throws -> Void
-    var description: String { "LinkService" }
+    var description: String { name }
 
     func run() async throws {
         try await cancelWhenGracefulShutdown { try await serve() }

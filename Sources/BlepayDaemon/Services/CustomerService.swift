@@ -30,6 +30,7 @@ public actor CustomerService {
     private let makeLinks: @Sendable () -> Links
     private let signer: any AcceptanceSigner
     private let ledger: (any PaymentLedger)?
+    private let settlement: (any OfflineQueue)?
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private var registration: Registration?
@@ -41,11 +42,12 @@ public actor CustomerService {
 
     public init(
         links: @escaping @Sendable () -> Links, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
-        clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        settlement: (any OfflineQueue)? = nil, clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         makeLinks = links
         self.signer = signer
         self.ledger = ledger
+        self.settlement = settlement
         self.clock = clock
         self.logger = logger
         (events, continuation) = AsyncStream.makeStream()
@@ -58,7 +60,8 @@ public actor CustomerService {
     public func startReceiving() {
         guard registration == nil else { return }
         let links = makeLinks()
-        let driver = CustomerDriver(transport: links.transport, signer: signer, ledger: ledger, clock: clock)
+        let driver = CustomerDriver(
+            transport: links.transport, signer: signer, ledger: ledger, settlement: settlement, clock: clock)
         let logger = self.logger
         let serving = Task {
             do {

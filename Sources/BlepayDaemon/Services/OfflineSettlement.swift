@@ -6,10 +6,11 @@ import BlepayProtocol
 import Foundation
 import Logging
 
-/// The business's payments taken offline, from acceptance to the ledger's verdict: each is kept in the state file
-/// under the merchant's limits before the customer hears it finished (`OfflineQueue`), then settled in batches
-/// whenever the ledger can be reached. Whether it can is what the last call to it said, or a probe when nothing
-/// waits; each new request is signed as online or offline from that.
+/// Payments taken offline, from acceptance to the ledger's verdict: on the business, each is kept in the state file
+/// under the merchant's limits before the customer hears it finished (`OfflineQueue`); on the customer, each its
+/// business kept, as its own copy. Then they are settled in batches whenever the ledger can be reached (the ledger
+/// pays each once, whichever side comes first). Whether it can is what the last call to it said, or a probe when
+/// nothing waits; each new request of a business is signed as online or offline from that.
 public final class OfflineSettlement: OfflineQueue, Sendable {
     public struct Settings: Sendable {
         /// How often what waits is sent, or the ledger probed.
@@ -35,9 +36,10 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     /// `settled` and `settlementRefused`, as the ledger decides each payment.
     public let events: AsyncStream<BusinessEvent>
 
+    /// `reachability`: shared with the rest of the daemon; by default its own, whose changes the business logs.
     public init(
         queue: SettlementQueue, ledger: LedgerClient, settings: Settings, denyList: DenyListRefresh? = nil,
-        clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        reachability: LedgerReachability? = nil, clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         self.denyList = denyList
         self.queue = queue
@@ -45,7 +47,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         self.settings = settings
         self.clock = clock
         self.logger = logger
-        reachability = LedgerReachability(ledger: ledger, logger: logger, meaning: (
+        self.reachability = reachability ?? LedgerReachability(ledger: ledger, logger: logger, meaning: (
             reachable: "the ledger is reachable; requests are online",
             unreachable: "the ledger is unreachable; requests are offline"))
         (events, continuation) = AsyncStream.makeStream()

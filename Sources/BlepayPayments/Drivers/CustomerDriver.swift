@@ -8,12 +8,15 @@ public actor CustomerDriver {
     private enum Job: Sendable {
         case execute(PaymentRequest, PaymentAcceptance)
         case lookUp(PaymentID, after: Duration)
+        case keep(PaymentRequest, PaymentAcceptance)
     }
 
     private var machine = CustomerMachine()
     private let transport: any PaymentTransport
     private let signer: any AcceptanceSigner
     private let ledger: (any PaymentLedger)?
+    /// Where signed pairs paid under a voucher are kept until settled; nil: the business alone settles them.
+    private let settlement: (any OfflineQueue)?
     /// The pauses before status look-ups while an outcome stays unknown.
     private var lookUps: LookUpBackoff
     private let jobs = AsyncStream<Job>.makeStream()
@@ -27,13 +30,14 @@ public actor CustomerDriver {
 
     public init(
         transport: any PaymentTransport, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
-        tickInterval: Duration = .seconds(1), lookUpInterval: Duration = .seconds(1),
+        settlement: (any OfflineQueue)? = nil, tickInterval: Duration = .seconds(1), lookUpInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp, onStopAdvertising: (@Sendable () -> Void)? = nil
     ) {
         self.tickInterval = tickInterval
         self.transport = transport
         self.signer = signer
         self.ledger = ledger
+        self.settlement = settlement
         lookUps = LookUpBackoff(first: lookUpInterval)
         self.clock = clock
         self.onStopAdvertising = onStopAdvertising
@@ -125,6 +129,9 @@ public actor CustomerDriver {
         case .lookUp(let id, let pause):
             guard let ledger, (try? await Task.sleep(for: pause)) != nil else { return }
             ledgerAnswered(id, await ledger.status(of: id))
+        case .keep(let request, let acceptance):
+            // What the business kept is the customer's copy: a refusal here changes nothing on the payment.
+            _ = await settlement?.keep(request, acceptance)
         }
     }
 
@@ -147,6 +154,7 @@ public actor CustomerDriver {
             case .disconnect(let peer): transport.disconnect(peer)
             case .stopAdvertising: onStopAdvertising?()
             case .execute(let request, let acceptance): jobs.continuation.yield(.execute(request, acceptance))
+            case .keepForSettlement(let request, let acceptance): jobs.continuation.yield(.keep(request, acceptance))
             case .lookUpStatus(let id):
                 jobs.continuation.yield(.lookUp(id, after: lookUps.next(id)))
             }
