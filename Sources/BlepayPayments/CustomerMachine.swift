@@ -79,12 +79,20 @@ public struct CustomerMachine: Sendable {
             case .finished(let receipt):
                 guard let payment = payments[result.paymentID], payment.phase == .accepted, payment.peer == peer
                 else { return [] }
+                var keep: [CustomerAction] = []
+                if receipt.status == .pendingSettlement {
+                    // The business kept it under this customer's voucher, and says so under the merchant's signature:
+                    // the customer keeps that, and the signed pair too, to settle it if the business does not first.
+                    guard let acceptance = payment.acceptance, acceptance.preAuthorization != nil,
+                        let session = sessions[peer],
+                        (try? receipt.verifyAcknowledgement(of: payment.request, acceptance, by: session.certificate)) != nil
+                    else {
+                        return end(result.paymentID, of: peer, from: [.accepted], .error(peer, result.paymentID, PaymentError(
+                            .securityFailure, "the business's acknowledgement does not verify")), .failed(.securityFailure))
+                    }
+                    keep = [.keepForSettlement(payment.request, acceptance)]
+                }
                 payments[result.paymentID]?.receipt = receipt
-                // The business kept it under this customer's voucher: the customer keeps the signed pair too, and
-                // settles it if the business does not get to it first.
-                let keep: [CustomerAction] = if receipt.status == .pendingSettlement, let acceptance = payment.acceptance,
-                    acceptance.preAuthorization != nil
-                { [.keepForSettlement(payment.request, acceptance)] } else { [] }
                 return keep + end(result.paymentID, of: peer, from: [.accepted], .finishedPayment(peer, receipt), .finished)
             case .failed(let code, let detail):
                 return end(result.paymentID, of: peer, from: [.accepted],

@@ -13,14 +13,17 @@ let testLogger = Logger(label: "blepay.daemon.test")
 let fixedNow = Timestamp(millisecondsSince1970: 1_795_000_000_000)
 
 /// The merchant's certificate the in-memory sessions show, signed by a ledger key of the test's own.
-let testCertificate: MerchantCertificate = {
+let testCertificate = certificate(merchantID: "m_cafe", signingKey: SigningKey().publicKey)
+
+/// A certificate for `signingKey` of merchant `merchantID`, signed by a ledger key of the test's own.
+func certificate(merchantID: String, signingKey: Key32) -> MerchantCertificate {
     let ledgerKey = SigningKey()
     return try! MerchantCertificate(
-        merchantID: "m_cafe", merchantName: "Café", signingKey: SigningKey().publicKey, noiseKey: SigningKey().publicKey,
+        merchantID: merchantID, merchantName: "Café", signingKey: signingKey, noiseKey: SigningKey().publicKey,
         validFrom: fixedNow, validUntil: fixedNow.adding(milliseconds: 3_600_000),
         ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned
     ).signed(by: ledgerKey)
-}()
+}
 
 /// Vouchers in a fresh state file, issued through `ledger` (by default a ledger that cannot be reached) to
 /// `deviceKey` and signed by one of `trusted`.

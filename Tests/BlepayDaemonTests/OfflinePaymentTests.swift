@@ -73,7 +73,9 @@ import Testing
                     store: denyLists, ledger: businessClient, trusted: TrustedLedgerKeys([ledgerKey]),
                     maximumAgeMilliseconds: 3_600_000, clock: clock, logger: testLogger),
                 clock: clock, logger: testLogger)
-            let network = InMemoryNetwork(certificate: testCertificate)
+            // The business's sessions show its own certificate: the customer checks its acknowledgements against it.
+            let network = InMemoryNetwork(
+                certificate: certificate(merchantID: merchant.account.id, signingKey: merchant.key.publicKey))
             let business = BusinessService(
                 links: BusinessService.Links(transport: network.business) { try await Task.sleep(for: .seconds(3600)) },
                 ledger: LedgerBackend(client: businessClient), signer: merchant.key,

@@ -86,7 +86,7 @@ import Testing
                 customerKey: SigningKey().publicKey, preAuthorization: nil, signature: a.signature))
         },
         Forgery(name: "for a smaller tip") { t, _ in try t.receipt(t.acceptance(tip: 0)) },
-        Forgery(name: "pending, not settled") { t, a in try Receipt.pending(t.r, a, at: Fixture.later(5_000)) },
+        Forgery(name: "pending, not settled") { t, a in try Receipt.pending(t.r, a, at: Fixture.later(5_000), signedBy: Fixture.merchantKey) },
     ]
 
     /// A receipt that does not prove this payment is the payer's failure: the request opens again, and the next
@@ -206,8 +206,8 @@ import Testing
         #expect(c.ledgerAnswered(id, .executed(try receipt(a1))).isEmpty)
     }
 
-    /// Both offline: the customer keeps its own copy of a pair its business kept under its voucher, to settle it
-    /// too; a plain acceptance, or a settled receipt, leaves nothing to keep.
+    /// Both offline: the business's pending receipt is its signed acknowledgement; the customer checks it against the
+    /// merchant's certificate and keeps its own copy of the pair, to settle it too.
     @Test func aPendingReceiptForAVoucherPaymentHasTheCustomerKeepItsCopy() throws {
         let voucher = try PreAuthorizationVoucher(
             voucherID: FixedBytes<Bytes8>(Array(repeating: 3, count: 8)), instrumentID: "card-1", customerKey: Fixture.key,
@@ -219,14 +219,26 @@ import Testing
             createdAt: Fixture.later(500), requestHash: Fixture.hash, sessionHash: Fixture.hash, customerKey: Fixture.key,
             preAuthorization: PreAuthorizationPresentation(voucher: voucher, sequence: 1, spentBeforeMinorUnits: 0),
             signature: Fixture.signature)
-        for (signed, keeps) in [(presented, true), (plain, false)] {
+        var c = customer()
+        _ = try c.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100, at: Fixture.later(500)))
+        _ = c.acceptanceSigned(presented)
+        let pending = try Receipt.pending(r, presented, at: Fixture.later(1_000), signedBy: Fixture.merchantKey)
+        #expect(c.receive(try result(pending), from: p1, at: Fixture.later(1_000))
+            == [.keepForSettlement(r, presented), .emit(.finishedPayment(p1, pending))])
+        #expect(c.snapshot(of: id)?.receipt == pending)
+
+        // An acknowledgement the merchant did not sign, or of a plain acceptance, proves nothing: the customer hears
+        // the failure and keeps nothing.
+        for (signed, signer) in [(presented, SigningKey()), (plain, Fixture.merchantKey)] {
             var c = customer()
             _ = try c.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100, at: Fixture.later(500)))
             _ = c.acceptanceSigned(signed)
-            let pending = try Receipt.pending(r, signed, at: Fixture.later(1_000))
-            let answer = c.receive(try result(pending), from: p1, at: Fixture.later(1_000))
-            #expect(answer.contains(.keepForSettlement(r, signed)) == keeps)
-            #expect(answer.events == [.finishedPayment(p1, pending)])
+            let forged = try Receipt.pending(r, signed, at: Fixture.later(1_000), signedBy: signer)
+            let answer = c.receive(try result(forged), from: p1, at: Fixture.later(1_000))
+            #expect(answer.events.map { event -> PaymentErrorCode? in
+                if case .error(_, _, let e) = event { e.code } else { nil }
+            } == [.securityFailure])
+            #expect(!answer.contains { if case .keepForSettlement = $0 { true } else { false } })
         }
     }
 }

@@ -101,6 +101,11 @@ import Testing
 
 struct PassThrough: RequestSigner, AcceptanceSigner {
     func sign(_ request: PaymentRequest) -> PaymentRequest { request }
+    func acknowledge(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp) throws(PaymentError)
+        -> Receipt
+    {
+        try Fixture.merchantKey.acknowledge(request, acceptance, at: now)
+    }
     func acceptance(of request: PaymentRequest, terms: AcceptanceTerms, session: PeerSession) -> PaymentAcceptance {
         Fixture.acceptance(of: request, tip: terms.tipMinorUnits, instrument: terms.instrumentID)
     }

@@ -74,7 +74,7 @@ import Testing
         #expect(m.receive(.paymentAcceptance(a1), from: p1, at: Fixture.later(301_000))
             == [.emit(.accepted(id, by: p1, total: Fixture.money(2650))), .queue(r, a1)])
         // Kept on disk: answered as an execution is, with a receipt pending settlement.
-        let pending = try Receipt.pending(r, a1, at: Fixture.later(301_500))
+        let pending = try Receipt.pending(r, a1, at: Fixture.later(301_500), signedBy: Fixture.merchantKey)
         #expect(m.ledgerAnswered(id, .executed(pending), at: Fixture.later(301_500)) == [
             .send(p1, .paymentResult(try PaymentResult(paymentID: id, outcome: .finished(pending)))),
             .send(p2, .otherPaid(OtherPaid(paymentID: id))), .emit(.finished(id, by: p1, pending)),

@@ -11,6 +11,8 @@ enum Fixture {
     static let signature = try! Signature64(Array(repeating: 0, count: 64))
     static let hash = try! Hash32(Array(repeating: 0, count: 32))
     static let key = try! Key32(Array(repeating: 1, count: 32))
+    /// The merchant's signing key, which its certificate vouches for.
+    static let merchantKey = SigningKey()
 
     static func id(_ n: UInt8) -> PaymentID { try! PaymentID(bytes: Array(repeating: n, count: 16)) }
 
@@ -48,7 +50,7 @@ enum Fixture {
     static func later(_ ms: UInt64) -> Timestamp { t0.adding(milliseconds: ms) }
 
     static let certificate = try! MerchantCertificate(
-        merchantID: "m_cafe.42", merchantName: "Café", signingKey: key, noiseKey: key, validFrom: t0,
+        merchantID: "m_cafe.42", merchantName: "Café", signingKey: merchantKey.publicKey, noiseKey: key, validFrom: t0,
         validUntil: later(3_600_000), ledgerKeyID: FixedBytes<Bytes8>(Array(repeating: 2, count: 8)), signature: signature)
     static let session = PeerSession(version: 1, sessionHash: hash, capabilities: [.online], certificate: certificate)
 }

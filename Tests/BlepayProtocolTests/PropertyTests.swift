@@ -76,7 +76,9 @@ enum RandomMessage {
                 paymentID: id, status: settled ? .settled : .pendingSettlement, transactionID: settled ? "tx-1" : nil,
                 amount: money, tipMinorUnits: UInt64.random(in: 0...999, using: &g), issuedAt: created,
                 merchantID: "m_\(UInt8.random(in: 0...99, using: &g))", payerKey: Key32(bytes(32, &g)),
-                ledgerKeyID: settled ? FixedBytes(bytes(8, &g)) : nil, ledgerSignature: settled ? Signature64(bytes(64, &g)) : nil)
+                ledgerKeyID: settled ? FixedBytes(bytes(8, &g)) : nil,
+                merchantSignature: settled ? nil : Signature64(bytes(64, &g)),
+                ledgerSignature: settled ? Signature64(bytes(64, &g)) : nil)
             let outcome: PaymentResult.Outcome = Bool.random(using: &g)
                 ? .finished(receipt)
                 : .failed(PaymentErrorCode.allCases.randomElement(using: &g)!, detail: Bool.random(using: &g) ? text(128, &g) : nil)

@@ -34,6 +34,17 @@ enum Parties {
         try! Sample.request.withID(id).signed(by: key)
     }
 
+    /// The third use of a 100.00 EUR voucher the ledger issued to the device key, 12.00 spent before.
+    static func presentation() throws -> PreAuthorizationPresentation {
+        let voucher = try PreAuthorizationVoucher(
+            voucherID: Sample.keyID, instrumentID: "card-1", customerKey: deviceKey.publicKey,
+            limit: Money(minorUnits: 10_000, currency: Sample.eur), issuedAt: now,
+            expiresAt: now.adding(milliseconds: 86_400_000), ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey),
+            signature: .unsigned
+        ).signed(by: ledgerKey)
+        return try PreAuthorizationPresentation(voucher: voucher, sequence: 3, spentBeforeMinorUnits: 1_200)
+    }
+
     static func business(
         static key: Curve25519.KeyAgreement.PrivateKey = businessStatic, certificate: MerchantCertificate? = nil,
         versions: [UInt8] = [1], info: [UInt8] = Parties.info.encoded
@@ -71,46 +82,78 @@ extension PaymentRequest {
     }
 }
 
-/// A complete online payment with fixed keys: handshake, request, acceptance, result. The committed transcript
-/// vector is its output.
+/// A complete payment with fixed keys: handshake, request, acceptance, result. The committed transcript vector is
+/// the output of the online one (the business executes); the other executors' are measured, not committed.
 struct OnlinePayment {
     struct Step: Codable, Equatable {
         let from: String
         let record: String
     }
 
+    /// Who executes (`docs/protocol.md` §6.4a).
+    enum Executor {
+        /// Online: the business, which sends the ledger's receipt.
+        case business
+        /// The business offline: its go-ahead, then the customer sends the ledger's receipt.
+        case customer
+        /// Both offline: the acceptance presents a voucher; the business's signed acknowledgement comes back.
+        case voucher
+    }
+
     var steps: [Step] = []
     var sessionHash: [UInt8] = []
 
-    static func run() throws -> OnlinePayment {
+    static func run(_ executor: Executor = .business) throws -> OnlinePayment {
         var payment = OnlinePayment()
         var (records, business, customer) = try Parties.handshake()
         for (index, record) in records.enumerated() {
             payment.steps.append(Step(from: index == 1 ? "customer" : "business", record: record.encoded.hex))
         }
-        let request = Parties.request()
+        let request = executor == .business ? Parties.request() : try Parties.request().offline()
         let requestRecord = try business.seal(.paymentRequest(request))
         guard case .paymentRequest(let received) = try customer.open(requestRecord) else { throw Parties.Unexpected() }
         try customer.verify(received)
         let acceptance = try customer.accept(
             received, tipMinorUnits: 250, instrumentID: "card-1", delegatedInstrument: false,
-            at: Parties.now.adding(milliseconds: 5_000), preAuthorization: nil, deviceKey: Parties.deviceKey)
+            at: Parties.now.adding(milliseconds: 5_000),
+            preAuthorization: executor == .voucher ? try Parties.presentation() : nil, deviceKey: Parties.deviceKey)
         let acceptanceRecord = try customer.seal(.paymentAcceptance(acceptance))
         guard case .paymentAcceptance(let accepted) = try business.open(acceptanceRecord) else {
             throw Parties.Unexpected()
         }
         try business.verify(accepted, of: request)
-        let receipt = try Receipt.settled(
-            request, accepted, transactionID: "tx-0001", at: Parties.now.adding(milliseconds: 6_000),
-            signedBy: Parties.ledgerKey)
-        let resultRecord = try business.seal(
-            .paymentResult(PaymentResult(paymentID: request.paymentID, outcome: .finished(receipt))))
-        guard case .paymentResult = try customer.open(resultRecord) else { throw Parties.Unexpected() }
-        records = [requestRecord, acceptanceRecord, resultRecord]
-        for (record, from) in zip(records, ["business", "customer", "business"]) {
+        let receipt = executor == .voucher
+            ? try Receipt.pending(request, accepted, at: Parties.now.adding(milliseconds: 6_000), signedBy: Parties.merchantKey)
+            : try Receipt.settled(
+                request, accepted, transactionID: "tx-0001", at: Parties.now.adding(milliseconds: 6_000),
+                signedBy: Parties.ledgerKey)
+        let result = Message.paymentResult(try PaymentResult(paymentID: request.paymentID, outcome: .finished(receipt)))
+        if executor == .customer {
+            let goAhead = try business.seal(.goAhead(GoAhead(paymentID: request.paymentID, acceptanceHash: accepted.hash)))
+            guard case .goAhead = try customer.open(goAhead) else { throw Parties.Unexpected() }
+            let resultRecord = try customer.seal(result)
+            guard case .paymentResult = try business.open(resultRecord) else { throw Parties.Unexpected() }
+            records = [requestRecord, acceptanceRecord, goAhead, resultRecord]
+        } else {
+            let resultRecord = try business.seal(result)
+            guard case .paymentResult = try customer.open(resultRecord) else { throw Parties.Unexpected() }
+            records = [requestRecord, acceptanceRecord, resultRecord]
+        }
+        let senders = executor == .customer ? ["business", "customer", "business", "customer"] : ["business", "customer", "business"]
+        for (record, from) in zip(records, senders) {
             payment.steps.append(Step(from: from, record: record.encoded.hex))
         }
         payment.sessionHash = business.sessionHash.bytes
         return payment
+    }
+}
+
+extension PaymentRequest {
+    /// The same request, signed as made while the business could not reach the ledger.
+    func offline() throws -> PaymentRequest {
+        try PaymentRequest(
+            paymentID: paymentID, amount: amount, reference: reference, merchantID: merchantID, merchantName: merchantName,
+            createdAt: createdAt, expiresAt: expiresAt, businessOnline: false, signature: .unsigned
+        ).signed(by: Parties.merchantKey)
     }
 }

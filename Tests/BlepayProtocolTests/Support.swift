@@ -38,7 +38,7 @@ enum Sample {
     static let pendingReceipt = try! Receipt(
         paymentID: paymentID, status: .pendingSettlement, transactionID: nil,
         amount: Money(minorUnits: 2550, currency: eur), tipMinorUnits: 0, issuedAt: created, merchantID: "m_cafe.42",
-        payerKey: key, ledgerKeyID: nil, ledgerSignature: nil)
+        payerKey: key, ledgerKeyID: nil, merchantSignature: signature, ledgerSignature: nil)
     static let certificate = try! MerchantCertificate(
         merchantID: "m_cafe.42", merchantName: "Café Zürich", signingKey: key, noiseKey: key, validFrom: created,
         validUntil: created.adding(milliseconds: 31_536_000_000), ledgerKeyID: keyID, signature: signature)

@@ -78,6 +78,18 @@ import Testing
         #expect(att517.writes + att517.notifications <= 8)
     }
 
+    /// The air use of the other two executors (`docs/protocol.md` §6.4a), which `make bench` reports too. Both
+    /// offline, a payment takes the online one's 6 ATT packets at MTU 517 (the voucher makes the acceptance longer,
+    /// the pending receipt carries the merchant's signature instead of the ledger's); when an online customer executes
+    /// for an offline business, the go-ahead takes the result's write and the result is one more notification.
+    @Test func theOtherExecutorsFitInTheSamePacketsAndOneMore() throws {
+        let online = try Self.airUse(of: OnlinePayment.run().steps, mtu: 517)
+        let voucher = try Self.airUse(of: OnlinePayment.run(.voucher).steps, mtu: 517)
+        let customer = try Self.airUse(of: OnlinePayment.run(.customer).steps, mtu: 517)
+        #expect(voucher.writes + voucher.notifications == online.writes + online.notifications)
+        #expect(customer.writes == online.writes && customer.notifications == online.notifications + 1)
+    }
+
     @Test func aCustomerAnswersTheCommittedBusinessRecords() throws {
         let committed = try Vectors.load("transcript.json", as: Transcript.self)
         let records = try committed.steps.map { try Record(encoded: [UInt8](hex: $0.record)!) }

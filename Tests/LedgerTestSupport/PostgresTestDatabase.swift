@@ -68,12 +68,12 @@ public func makeStorage(_ kind: StorageKind) async throws -> TestStorage {
         do {
             storage = try await PostgresStorage(configuration: configuration, logger: testLogger)
         } catch {
-            try? await PostgresAdmin.run("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", admin)
+            try? await PostgresAdmin.drop(name, admin)
             throw error
         }
         test = TestStorage(kind: kind, storage: storage) {
             try await storage.close()
-            try await PostgresAdmin.run("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", admin)
+            try await PostgresAdmin.drop(name, admin)
         }
     }
     do {
@@ -131,5 +131,19 @@ enum PostgresAdmin {
             throw TestDatabaseError(description: "PostgreSQL refused `\(sql)`: \(String(reflecting: error))")
         }
         try await connection.close()
+    }
+
+    /// Drops a test's database. FORCE ends the test's own sessions, but not an autovacuum worker that happens to be
+    /// in it (the server's, not ours: 42501): that one is gone within moments, so the drop is tried again.
+    static func drop(_ name: String, _ configuration: PostgresStorage.Configuration) async throws {
+        var attempts = 1
+        while true {
+            do {
+                return try await run("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", configuration)
+            } catch where attempts < 20 && "\(error)".contains("sqlState: 42501") {
+                attempts += 1
+                try await Task.sleep(for: .milliseconds(250))
+            }
+        }
     }
 }

@@ -47,7 +47,7 @@ enum OnlinePayment {
         guard case .paymentAcceptance(let accepted) = try toCustomer.open(acceptance) else { throw Failed() }
         try toCustomer.verify(accepted, of: received)
         let receipt = offline
-            ? try Receipt.pending(received, accepted, at: now)
+            ? try Receipt.pending(received, accepted, at: now, signedBy: Fixtures.merchantKey)
             : try Receipt.settled(received, accepted, transactionID: "tx-0001", at: now, signedBy: ledgerKey)
         let result = try toCustomer.seal(
             .paymentResult(PaymentResult(paymentID: received.paymentID, outcome: .finished(receipt))))

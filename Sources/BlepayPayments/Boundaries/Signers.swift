@@ -1,8 +1,11 @@
 import BlepayProtocol
 
-/// Signs the business's requests: the merchant's signing key, vouched for by its certificate.
+/// Signs what the business signs: its requests, and its acknowledgement of a payment it keeps for settlement (a
+/// pending receipt); the merchant's signing key, vouched for by its certificate.
 public protocol RequestSigner: Sendable {
     func sign(_ request: PaymentRequest) throws(PaymentError) -> PaymentRequest
+    func acknowledge(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp)
+        throws(PaymentError) -> Receipt
 }
 
 /// Builds the customer's signed acceptance of a request, bound to the session it was shown in (`docs/protocol.md`
@@ -24,6 +27,16 @@ extension SigningKey: RequestSigner, AcceptanceSigner {
             return try request.signed(by: self)
         } catch {
             throw PaymentError(.unexpected, "signing the request failed: \(error)")
+        }
+    }
+
+    public func acknowledge(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp)
+        throws(PaymentError) -> Receipt
+    {
+        do {
+            return try Receipt.pending(request, acceptance, at: now, signedBy: self)
+        } catch {
+            throw PaymentError(.unexpected, "signing the acknowledgement failed: \(error)")
         }
     }
 

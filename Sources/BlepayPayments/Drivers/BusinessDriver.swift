@@ -154,7 +154,7 @@ public actor BusinessDriver {
         case .queue(let request, let acceptance):
             let id = request.paymentID
             guard let offline,
-                let receipt = try? Receipt.pending(request, acceptance, at: clock())
+                let receipt = try? signer.acknowledge(request, acceptance, at: clock())
             else { return ledgerAnswered(id, .notExecuted(PaymentError(.ledgerOffline))) }
             // Once kept on disk the payment is the customer's signed promise, settled when the ledger is back.
             let refusal = await offline.queue.keep(request, acceptance)

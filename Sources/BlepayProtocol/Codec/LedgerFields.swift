@@ -17,6 +17,7 @@ extension Receipt: FieldCodable {
 
     func encodeFields(into w: inout FieldWriter) {
         encodeUnsignedFields(into: &w)
+        w.bytes(11, merchantSignature?.bytes)
         w.bytes(100, ledgerSignature?.bytes)
     }
 
@@ -28,7 +29,7 @@ extension Receipt: FieldCodable {
             paymentID: r.paymentID(1), status: status, transactionID: r.optionalString(3, "transaction id", limit: 64),
             amount: r.money(4, "amount"), tipMinorUnits: r.uint(6, "tip"), issuedAt: r.timestamp(7, "issued at"),
             merchantID: r.string(8, "merchant id", limit: 64), payerKey: r.fixed(9, "payer key"),
-            ledgerKeyID: r.optionalFixed(10), ledgerSignature: r.optionalFixed(100))
+            ledgerKeyID: r.optionalFixed(10), merchantSignature: r.optionalFixed(11), ledgerSignature: r.optionalFixed(100))
     }
 }
 

@@ -1,6 +1,7 @@
 /// Proof that a payment was executed (`settled`, signed by the ledger) or accepted under a pre-authorization while
-/// both sides were offline (`pendingSettlement`, unsigned until the ledger settles it). It names the merchant paid
-/// and the payer's device key, so that a receipt proves a payment to this merchant by this customer only.
+/// both sides were offline (`pendingSettlement`, signed by the merchant: its acknowledgement that it took the
+/// payment, which the customer keeps until the ledger settles it). It names the merchant paid and the payer's device
+/// key, so that a receipt proves a payment to this merchant by this customer only.
 public struct Receipt: Sendable, Hashable {
     public enum Status: UInt8, Sendable, Hashable, CaseIterable {
         case settled = 1
@@ -20,18 +21,22 @@ public struct Receipt: Sendable, Hashable {
     public let payerKey: Key32
     /// The ledger key that signed it (the first 8 bytes of SHA-256 of its public key); present exactly when settled.
     public let ledgerKeyID: FixedBytes<Bytes8>?
+    /// Ed25519 by the merchant's signing key (its certificate's) over the receipt's signing bytes; present exactly
+    /// when pending.
+    public let merchantSignature: Signature64?
     /// Ed25519 by the ledger over the receipt's signing bytes; present exactly when settled.
     public let ledgerSignature: Signature64?
 
     public init(
         paymentID: PaymentID, status: Status, transactionID: String?, amount: Money, tipMinorUnits: UInt64,
         issuedAt: Timestamp, merchantID: String, payerKey: Key32, ledgerKeyID: FixedBytes<Bytes8>?,
-        ledgerSignature: Signature64?
+        merchantSignature: Signature64? = nil, ledgerSignature: Signature64?
     ) throws(ProtocolError) {
         let settled = status == .settled
-        guard settled == (ledgerSignature != nil), settled == (transactionID != nil), settled == (ledgerKeyID != nil)
+        guard settled == (ledgerSignature != nil), settled == (transactionID != nil), settled == (ledgerKeyID != nil),
+            !settled == (merchantSignature != nil)
         else {
-            throw ProtocolError(.invalidValue, "a settled receipt, and only one, has a transaction id and the ledger's key id and signature")
+            throw ProtocolError(.invalidValue, "a settled receipt, and only one, has a transaction id and the ledger's key id and signature; a pending one the merchant's signature")
         }
         self.paymentID = paymentID
         self.status = status
@@ -44,18 +49,10 @@ public struct Receipt: Sendable, Hashable {
         self.merchantID = try Text.validateIdentifier(merchantID, field: "merchant id")
         self.payerKey = payerKey
         self.ledgerKeyID = ledgerKeyID
+        self.merchantSignature = merchantSignature
         self.ledgerSignature = ledgerSignature
     }
 
-    /// The receipt a business gives for a payment it keeps for settlement: unsigned, pending.
-    public static func pending(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp)
-        throws(ProtocolError) -> Receipt
-    {
-        try Receipt(
-            paymentID: request.paymentID, status: .pendingSettlement, transactionID: nil, amount: acceptance.amount,
-            tipMinorUnits: acceptance.tipMinorUnits, issuedAt: now, merchantID: request.merchantID,
-            payerKey: acceptance.customerKey, ledgerKeyID: nil, ledgerSignature: nil)
-    }
 }
 
 /// Vouches, for a business's sessions, that its keys belong to a merchant the ledger knows. Signed by the ledger

@@ -90,6 +90,35 @@ extension Receipt {
             payerKey: unsigned.payerKey, ledgerKeyID: unsigned.ledgerKeyID, ledgerSignature: ledgerKey.sign(unsigned.signingBytes))
     }
 
+    /// The merchant's acknowledgement of a payment it keeps for settlement, under a pre-authorization, signed by its
+    /// signing key (the one its certificate vouches for): pending until the ledger settles it.
+    public static func pending(
+        _ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp, signedBy merchantKey: SigningKey
+    ) throws(ProtocolError) -> Receipt {
+        let unsigned = try Receipt(
+            paymentID: request.paymentID, status: .pendingSettlement, transactionID: nil, amount: acceptance.amount,
+            tipMinorUnits: acceptance.tipMinorUnits, issuedAt: now, merchantID: request.merchantID,
+            payerKey: acceptance.customerKey, ledgerKeyID: nil, merchantSignature: .unsigned, ledgerSignature: nil)
+        return try Receipt(
+            paymentID: unsigned.paymentID, status: .pendingSettlement, transactionID: nil, amount: unsigned.amount,
+            tipMinorUnits: unsigned.tipMinorUnits, issuedAt: now, merchantID: unsigned.merchantID,
+            payerKey: unsigned.payerKey, ledgerKeyID: nil, merchantSignature: merchantKey.sign(unsigned.signingBytes),
+            ledgerSignature: nil)
+    }
+
+    /// Checks, with no network, that this pending receipt is the acknowledgement of the merchant whose certificate
+    /// this is, for `acceptance` of `request`.
+    public func verifyAcknowledgement(
+        of request: PaymentRequest, _ acceptance: PaymentAcceptance, by certificate: MerchantCertificate
+    ) throws(ProtocolError) {
+        guard status == .pendingSettlement, let merchantSignature,
+            isValidSignature(merchantSignature, of: signingBytes, by: certificate.signingKey)
+        else { throw ProtocolError(.invalidSignature, "the acknowledgement is not signed by the merchant") }
+        guard paymentID == request.paymentID, merchantID == request.merchantID, merchantID == certificate.merchantID,
+            payerKey == acceptance.customerKey, amount == acceptance.amount, tipMinorUnits == acceptance.tipMinorUnits
+        else { throw ProtocolError(.invalidValue, "the acknowledgement is for another payment, merchant, payer or total") }
+    }
+
     /// Checks, with no network, that this receipt proves `acceptance` of `request` was paid (`docs/protocol.md`
     /// §6.4): settled, signed by a trusted ledger key, for this payment, merchant, payer, amount and tip.
     public func verify(paying request: PaymentRequest, with acceptance: PaymentAcceptance, trusting keys: TrustedLedgerKeys)
