@@ -62,8 +62,8 @@ public struct SettlementQueue: Sendable {
     /// Batches carry at most this many payments (the ledger's limit).
     public static let batchLimit = 100
 
-    private let store: DaemonStore
-    private static func failure(_ why: String) -> QueueError { QueueError(.storage, why) }
+    let store: DaemonStore
+    static func failure(_ why: String) -> QueueError { QueueError(.storage, why) }
 
     public init(store: DaemonStore) { self.store = store }
 

@@ -4,36 +4,60 @@ import BlepayProtocol
 import DBusKit
 import Foundation
 
-/// `blepayctl settlement`: the business's payments taken offline that wait for the ledger.
+extension ControlSettlement: OutputLine {}
+
+/// `blepayctl settlement …`: the payments taken offline that wait for the ledger, on the business (what it accepted)
+/// or the customer (its copies of what its businesses kept).
 struct Settlement: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show what the business took offline and the ledger has not settled yet (business).",
-        discussion: "With --now, send it to the ledger at once rather than at the next settlement interval.")
-    @Flag(help: "Send what waits to the ledger now.") var now = false
-    @OptionGroup var global: Global
+        abstract: "Show what was taken offline and the ledger has not settled yet.",
+        subcommands: [Status.self, List.self], defaultSubcommand: Status.self)
 
-    struct Line: Encodable {
-        let waiting: UInt32
-        let totals: [String: UInt64]
-        let oldest_queued_at: UInt64?
-        let ledger_reachable: Bool
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "How many payments wait for the ledger, their totals, and whether the ledger answers.",
+            discussion: "With --now, send what waits to the ledger at once rather than at the next settlement interval.")
+        @Flag(help: "Send what waits to the ledger now.") var now = false
+        @OptionGroup var role: RoleOption
+        @OptionGroup var global: Global
+
+        struct Line: Encodable {
+            let waiting: UInt32
+            let totals: [String: UInt64]
+            let oldest_queued_at: UInt64?
+            let ledger_reachable: Bool
+        }
+
+        func run() async throws {
+            let control = try await global.connect()
+            let role = try await role.role(control)
+            if now { _ = try await control.call(role, "SettleNow") }
+            let a = try await control.call(role, "SettlementStatus").arguments
+            let oldest = try a[2].decode(UInt64.self)
+            let line = Line(
+                waiting: try a[0].decode(UInt32.self), totals: try a[1].decode([String: UInt64].self),
+                oldest_queued_at: oldest == 0 ? nil : oldest, ledger_reachable: try a[3].decode(Bool.self))
+            let totals = line.totals.sorted { $0.key < $1.key }.map { code, units in
+                (try? Currency(code)).flatMap { try? Money(minorUnits: units, currency: $0) }.map(\.description) ?? "\(units) \(code)"
+            }
+            let since = line.oldest_queued_at.map {
+                ", oldest since " + ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000))
+            } ?? ""
+            control.print(line, text: "waiting \(line.waiting)\(totals.isEmpty ? "" : ": " + totals.joined(separator: ", "))\(since); "
+                + "ledger \(line.ledger_reachable ? "reachable" : "unreachable")")
+        }
     }
 
-    func run() async throws {
-        let control = try await global.connect()
-        if now { _ = try await control.call(.business, "SettleNow") }
-        let a = try await control.call(.business, "SettlementStatus").arguments
-        let oldest = try a[2].decode(UInt64.self)
-        let line = Line(
-            waiting: try a[0].decode(UInt32.self), totals: try a[1].decode([String: UInt64].self),
-            oldest_queued_at: oldest == 0 ? nil : oldest, ledger_reachable: try a[3].decode(Bool.self))
-        let totals = line.totals.sorted { $0.key < $1.key }.map { code, units in
-            (try? Currency(code)).flatMap { try? Money(minorUnits: units, currency: $0) }.map(\.description) ?? "\(units) \(code)"
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Each payment that waits (oldest first), then the latest the ledger settled or refused.")
+        @OptionGroup var role: RoleOption
+        @OptionGroup var global: Global
+
+        func run() async throws {
+            let control = try await global.connect()
+            let reply = try await control.call(try await role.role(control), "ListSettlements")
+            for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try ControlSettlement(dbus: value)) }
         }
-        let since = line.oldest_queued_at.map {
-            ", oldest since " + ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000))
-        } ?? ""
-        control.print(line, text: "waiting \(line.waiting)\(totals.isEmpty ? "" : ": " + totals.joined(separator: ", "))\(since); "
-            + "ledger \(line.ledger_reachable ? "reachable" : "unreachable")")
     }
 }

@@ -54,6 +54,34 @@ import Testing
         #expect(try queue().summary() == .init(count: 0, totals: [:], oldest: nil))
     }
 
+    /// What `ListSettlements` shows: each waiting payment (oldest first) as waiting or in the unanswered batch, then
+    /// the ledger's verdicts, newest first, with when they were stored.
+    @Test func entriesShowEachPaymentsStateFromKeptToDecided() throws {
+        let pairs = try [pair(1_000), pair(250, tip: 50), pair(700)]
+        for (minute, (request, acceptance)) in pairs.enumerated() {
+            try queue().enqueue(request, acceptance, at: f.later(minutes: UInt64(minute)))
+        }
+        let ids = pairs.map(\.0.paymentID)
+        func states() throws -> [PaymentID: SettlementQueue.Entry.State] {
+            Dictionary(uniqueKeysWithValues: try queue().entries().map { ($0.request.paymentID, $0.state) })
+        }
+        #expect(try queue().entries().map(\.request.paymentID) == ids)
+        #expect(try queue().entries().map(\.queuedAt) == [f.now, f.later(minutes: 1), f.later(minutes: 2)])
+        #expect(try states() == [ids[0]: .waiting, ids[1]: .waiting, ids[2]: .waiting])
+
+        let batch = try #require(try queue().batch(at: f.later(minutes: 3)))
+        #expect(try states() == [ids[0]: .sending, ids[1]: .sending, ids[2]: .sending])
+        try queue().close(batch, outcomes: [ids[0]: .settled, ids[1]: .refused("voucher_voided")], at: f.later(minutes: 4))
+        let entries = try queue().entries()
+        #expect(entries.map(\.request.paymentID) == [ids[2], ids[0], ids[1]] || entries.map(\.request.paymentID) == [ids[2], ids[1], ids[0]])
+        #expect(try states() == [
+            ids[0]: .ended(.settled, at: f.later(minutes: 4)), ids[1]: .ended(.refused("voucher_voided"), at: f.later(minutes: 4)),
+            ids[2]: .waiting,
+        ])
+        #expect(entries.first?.acceptance == pairs[2].1)
+        #expect(try queue().entries(ended: 1).count == 2)
+    }
+
     @Test func aPaymentIsKeptOnceAndAnotherAcceptanceOfItIsRefused() throws {
         let (request, acceptance) = try pair(1_000)
         try queue().enqueue(request, acceptance, at: f.now)

@@ -114,6 +114,22 @@ import Testing
                 signer: vouchers.signer(customer.key) { reachability.isReachable },
                 ledger: LedgerBackend(client: customer.client), settlement: copies, clock: clock, logger: testLogger)
             let wallet = Recorder(phone.events)
+            // The customer's control API over the same state file: its settlement calls are what this test asks of
+            // it (served with a service of its own, as it relays that one's events, which `wallet` reads here).
+            let phoneControl = try await bus.connect()
+            let controlled = CustomerService(
+                links: { CustomerService.Links(transport: network.connectCustomer().0) { try await Task.sleep(for: .seconds(3600)) } },
+                signer: vouchers.signer(customer.key) { reachability.isReachable },
+                ledger: LedgerBackend(client: customer.client), settlement: copies, clock: clock, logger: testLogger)
+            let phoneServed = Task {
+                try? await CustomerControl.serve(
+                    controlled, on: phoneControl, wallet: .init(list: { [] }, addCard: { _, _, _, _ in "" }), vouchers: vouchers,
+                    settlement: copies, clock: clock, logger: testLogger)
+            }
+            defer { phoneServed.cancel() }
+            for _ in 0..<200 where try await app.nameOwner(ControlAPI.customerBusName) == nil {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             await phone.startReceiving()
             defer { network.shutdown() }
             return try await body(Shop(
@@ -138,6 +154,13 @@ import Testing
             return try JSONDecoder().decode(Waiting.self, from: Data(run.output.utf8))
         }
 
+        /// `blepayctl settlement list --json` against the business's control API, or the customer's: state by payment.
+        func settlements(_ role: String) async throws -> [ControlSettlement] {
+            let run = try await OfflinePaymentTests.blepayctl.run(["settlement", "list", "--\(role)", "--json", "--bus", bus.address])
+            #expect(run.status == 0, "\(run.output)")
+            return try run.output.split(separator: "\n").map { try JSONDecoder().decode(ControlSettlement.self, from: Data($0.utf8)) }
+        }
+
         func merchantBalance(_ ledger: RunningLedger) async throws -> Int64? {
             try await ledger.admin.account(merchant.account.id).balances.first { $0.currency == "EUR" }?.posted
         }
@@ -159,6 +182,15 @@ import Testing
                     #expect(finished.paymentID == id.description && finished.details.receiptStatus == "pendingSettlement")
                     #expect(try shop.queue.outcome(of: id) == nil)
                     #expect(try await shop.waiting() == Waiting(waiting: 1, totals: ["EUR": 2650], ledger_reachable: false))
+                    // Item by item, on both sides: the business's payment and the customer's copy of it wait.
+                    let voucher = try #require(try shop.vouchers.list().first).voucher.voucherID.description
+                    try await eventually("the customer's copy kept") { (try? shop.customerQueue.summary().count) == 1 }
+                    for role in ["business", "customer"] {
+                        let kept = try await shop.settlements(role)
+                        #expect(kept.map(\.paymentID) == [id.description] && ["waiting", "sending"].contains(kept.first?.state))
+                        #expect(kept.first?.details.voucherID == voucher && kept.first?.details.merchantID == shop.merchant.account.id)
+                        #expect(kept.first?.details.amount == 2550 && kept.first?.details.tip == 100 && kept.first?.details.endedAt == nil)
+                    }
                     return id
                 }
 
@@ -173,6 +205,11 @@ import Testing
                     (try? shop.customerQueue.outcome(of: id)) == .settled
                 }
                 #expect(try await shop.waiting(["--now"]) == Waiting(waiting: 0, totals: [:], ledger_reachable: true))
+                for role in ["business", "customer"] {
+                    let ended = try await shop.settlements(role)
+                    #expect(ended.map(\.paymentID) == [id.description] && ended.first?.state == "settled")
+                    #expect(ended.first?.details.endedAt != nil && ended.first?.details.code == nil)
+                }
                 #expect(try await shop.merchantBalance(ledger) == 2650)
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(try await shop.merchantBalance(ledger) == 2650)

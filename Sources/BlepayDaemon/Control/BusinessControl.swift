@@ -5,7 +5,7 @@ import Logging
 
 /// `org.blepay.Business1` at `/org/blepay/Business`, owned as `org.blepay.Business` (or
 /// `org.blepay.Business.<instance>`): send a payment request to every connected customer, cancel it, look payments
-/// up, and every payment's events as `PaymentEvent` signals.
+/// up, what waits for settlement, and every payment's events as `PaymentEvent` signals.
 public enum BusinessControl {
     /// Exports the object, owns the bus name, and relays the service's events as signals until they end or the
     /// calling task is cancelled; then releases the name.
@@ -37,22 +37,6 @@ public enum BusinessControl {
                 do throws(PaymentError) { try await service.cancel(id) } catch { throw ControlAPI.error(error) }
                 return []
             },
-            "SettlementStatus": { _ in
-                do throws(PaymentError) {
-                    let (waiting, reachable) = try await service.settlementStatus()
-                    let totals = waiting.totals.sorted { $0.key < $1.key }.map {
-                        DBusDictEntry(key: .string($0.key), value: .uint64($0.value))
-                    }
-                    return [
-                        .uint32(UInt32(waiting.count)), .dictionary(key: "s", value: "t", totals),
-                        .uint64(waiting.oldest?.millisecondsSince1970 ?? 0), .boolean(reachable),
-                    ]
-                } catch { throw ControlAPI.error(error) }
-            },
-            "SettleNow": { _ in
-                do throws(PaymentError) { try await service.settleNow() } catch { throw ControlAPI.error(error) }
-                return []
-            },
-        ]) { $1 })
+        ]) { $1 }.merging(ControlAPI.settlementHandlers(service.offlineSettlement)) { $1 })
     }
 }

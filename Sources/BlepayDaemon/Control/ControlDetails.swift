@@ -32,13 +32,19 @@ public struct ControlDetails: Sendable, Hashable {
     public var uses: UInt32?
     public var issuedAt: UInt64?
     public var voidedAt: UInt64?
+    /// A payment kept for settlement: the voucher it was paid under, when it was kept and when the ledger decided it
+    /// (milliseconds since 1970).
+    public var voucherID: String?
+    public var queuedAt: UInt64?
+    public var endedAt: UInt64?
 
     public init() {}
 
     /// Every key, its D-Bus type, and where it lives: the one place the contract spells them.
     enum Field: CaseIterable {
         case peer, amount, currency, tip, total, reference, merchantID, merchantName, expiresAt, by, code, codeNumber
-        case detail, transactionID, receiptStatus, instrumentID, spent, uses, issuedAt, voidedAt
+        case detail, transactionID, receiptStatus, instrumentID, spent, uses, issuedAt, voidedAt, voucherID, queuedAt
+        case endedAt
 
         var key: String {
             switch self {
@@ -62,6 +68,9 @@ public struct ControlDetails: Sendable, Hashable {
             case .uses: "uses"
             case .issuedAt: "issued_at"
             case .voidedAt: "voided_at"
+            case .voucherID: "voucher_id"
+            case .queuedAt: "queued_at"
+            case .endedAt: "ended_at"
             }
         }
 
@@ -93,6 +102,9 @@ public struct ControlDetails: Sendable, Hashable {
             case .uses: .smallNumber(\.uses)
             case .issuedAt: .number(\.issuedAt)
             case .voidedAt: .number(\.voidedAt)
+            case .voucherID: .text(\.voucherID)
+            case .queuedAt: .number(\.queuedAt)
+            case .endedAt: .number(\.endedAt)
             }
         }
     }

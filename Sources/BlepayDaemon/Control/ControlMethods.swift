@@ -44,16 +44,22 @@ extension ControlAPI {
             [("voucher", "(ssa{sv})")]),
         "ListVouchers": Method([], [("vouchers", "a(ssa{sv})")]),
         "VoidVoucher": Method([("voucher_id", "s")]),
-    ]
+    ].merging(settlementMethods) { $1 }
 
     static let businessMethods: [String: Method] = [
         "SendPaymentRequest": Method([("amount", "t"), ("currency", "s"), ("reference", "s")], [("payment_id", "s")]),
         "CancelPayment": Method([("payment_id", "s")]),
         "PaymentStatus": Method([("payment_id", "s")], paymentOut),
         "ListPayments": Method([], paymentsOut),
+    ].merging(settlementMethods) { $1 }
+
+    /// Both daemons keep payments taken offline until the ledger settles them: the business what it accepted, the
+    /// customer its copies of what its businesses kept.
+    static let settlementMethods: [String: Method] = [
         "SettlementStatus": Method([], [
             ("waiting", "u"), ("totals", "a{st}"), ("oldest_queued_at", "t"), ("ledger_reachable", "b"),
         ]),
+        "ListSettlements": Method([], [("settlements", "a(ssa{sv})")]),
         "SettleNow": Method(),
     ]
 
@@ -85,6 +91,39 @@ extension ControlAPI {
             },
             "ListPayments": { _ in [.array(element: ControlPayment.signature, await list().map { ControlPayment($0).dbusValue })] },
         ]
+    }
+
+    /// `SettlementStatus`, `ListSettlements` and `SettleNow`, from the daemon's settlement (none: each refuses).
+    static func settlementHandlers(_ settlement: OfflineSettlement?) -> [String: DBusMethod.Handler] {
+        [
+            "SettlementStatus": { _ in
+                do throws(PaymentError) {
+                    let (waiting, reachable) = try kept(settlement).status()
+                    let totals = waiting.totals.sorted { $0.key < $1.key }.map {
+                        DBusDictEntry(key: .string($0.key), value: .uint64($0.value))
+                    }
+                    return [
+                        .uint32(UInt32(waiting.count)), .dictionary(key: "s", value: "t", totals),
+                        .uint64(waiting.oldest?.millisecondsSince1970 ?? 0), .boolean(reachable),
+                    ]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "ListSettlements": { _ in
+                do throws(PaymentError) {
+                    let entries = try kept(settlement).entries()
+                    return [.array(element: ControlSettlement.signature, entries.map { ControlSettlement($0).dbusValue })]
+                } catch { throw ControlAPI.error(error) }
+            },
+            "SettleNow": { _ in
+                do throws(PaymentError) { try kept(settlement).settleNow() } catch { throw ControlAPI.error(error) }
+                return []
+            },
+        ]
+    }
+
+    private static func kept(_ settlement: OfflineSettlement?) throws(PaymentError) -> OfflineSettlement {
+        guard let settlement else { throw PaymentError(.notFound, "this daemon takes no offline payments") }
+        return settlement
     }
 
     /// The interface's introspection XML, as installed for tools like `busctl` and `gdbus`.

@@ -5,7 +5,7 @@ import Logging
 
 /// `org.blepay.Customer1` at `/org/blepay/Customer`, owned as `org.blepay.Customer` (or
 /// `org.blepay.Customer.<instance>`): the reference SDK's customer calls as methods, its events as `PaymentEvent`
-/// signals, and `Receiving` as a property.
+/// signals, `Receiving` as a property; its vouchers, and its copies of what its businesses kept for settlement.
 public enum CustomerControl {
     /// An instrument as `ListInstruments` gives it.
     public struct Instrument: Sendable, Hashable {
@@ -45,11 +45,11 @@ public enum CustomerControl {
     /// cancelled; then releases the name.
     public static func serve(
         _ service: CustomerService, on connection: DBusConnection, name: String = ControlAPI.customerBusName,
-        wallet: Wallet, vouchers: CustomerVouchers, clock: @escaping @Sendable () -> Timestamp, logger: Logger,
-        ready: @Sendable () -> Void = {}
+        wallet: Wallet, vouchers: CustomerVouchers, settlement: OfflineSettlement? = nil,
+        clock: @escaping @Sendable () -> Timestamp, logger: Logger, ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let receiving = Receiving()
-        let handlers = voucherHandlers(vouchers, clock: clock)
+        let handlers = voucherHandlers(vouchers, clock: clock).merging(ControlAPI.settlementHandlers(settlement)) { $1 }
         let handle = try await connection.export(
             ControlAPI.customerPath, interfaces: [interface(service, wallet: wallet, receiving: receiving, more: handlers)])
         receiving.handle = handle

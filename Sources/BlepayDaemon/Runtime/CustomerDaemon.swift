@@ -62,7 +62,8 @@ public enum CustomerDaemon {
             ControlService {
                 try await CustomerControl.serve(
                     service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger, reachability),
-                    vouchers: vouchers, clock: context.clock, logger: context.logger, ready: { readiness.report("bus") })
+                    vouchers: vouchers, settlement: settlement, clock: context.clock, logger: context.logger,
+                    ready: { readiness.report("bus") })
             },
             PaymentService(notify: notify, serve: { await service.run() }, shutdown: { await service.shutdown() }),
         ]

@@ -116,23 +116,8 @@ public actor BusinessService {
 
     public func status(of paymentID: PaymentID) async -> PaymentSnapshot? { await driver.snapshot(of: paymentID) }
 
-    /// What waits for the ledger among the payments taken offline, and whether the ledger answers now.
-    public func settlementStatus() throws(PaymentError) -> (waiting: SettlementQueue.Summary, ledgerReachable: Bool) {
-        let settlement = try offlineSettlement()
-        do {
-            return (try settlement.summary(), settlement.ledgerReachable)
-        } catch {
-            throw PaymentError(.unexpected, "the state file failed: \(error)")
-        }
-    }
-
-    /// Sends what waits to the ledger now rather than at the next interval.
-    public func settleNow() throws(PaymentError) { try offlineSettlement().settleNow() }
-
-    private func offlineSettlement() throws(PaymentError) -> OfflineSettlement {
-        guard let settlement else { throw PaymentError(.notFound, "this business takes no offline payments") }
-        return settlement
-    }
+    /// The payments taken offline until the ledger settles them; nil if this business takes none.
+    public nonisolated var offlineSettlement: OfflineSettlement? { settlement }
 
     /// The requests sent since the daemon started (the newest thousand ended ones), newest first.
     public var sentPayments: [PaymentSnapshot] { get async { await driver.snapshots } }

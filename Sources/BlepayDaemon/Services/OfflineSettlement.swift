@@ -75,8 +75,23 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         }
     }
 
-    /// What waits for the ledger now.
-    public func summary() throws(QueueError) -> SettlementQueue.Summary { try queue.summary() }
+    /// What waits for the ledger now, and whether the ledger answered the last call.
+    public func status() throws(PaymentError) -> (waiting: SettlementQueue.Summary, ledgerReachable: Bool) {
+        do {
+            return (try queue.summary(), reachability.isReachable)
+        } catch {
+            throw PaymentError(.unexpected, "the state file failed: \(error)")
+        }
+    }
+
+    /// Each payment still waiting, then the latest the ledger decided.
+    public func entries() throws(PaymentError) -> [SettlementQueue.Entry] {
+        do {
+            return try queue.entries()
+        } catch {
+            throw PaymentError(.unexpected, "the state file failed: \(error)")
+        }
+    }
 
     /// Asks for a round now rather than at the next interval.
     public func settleNow() { rounds.continuation.yield() }
