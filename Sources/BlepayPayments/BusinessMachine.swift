@@ -28,8 +28,9 @@ public struct BusinessMachine: Sendable {
         var offered: Set<PeerID> = []
         /// Connected customers who declined it or whose acceptance was refused: not offered it again.
         var declined: Set<PeerID> = []
-        /// The winner and its result, kept to answer a repeated acceptance with the same result.
-        var result: (winner: PeerID, message: Message)?
+        /// The winner, its acceptance's hash and its result, kept to answer a repeated acceptance or the winner's
+        /// query from a new connection with the same result.
+        var result: (winner: PeerID, acceptanceHash: Hash32, message: Message)?
         var receipt: Receipt?
 
         init(request: PaymentRequest) { self.request = request }
@@ -127,6 +128,8 @@ public struct BusinessMachine: Sendable {
             return leave(id, peer, event: .customerRefused(id, by: peer, PaymentError(error.code, error.detail)))
         case .paymentResult(let result):
             return executedByCustomer(result, from: peer, at: now)
+        case .resultQuery(let query):
+            return answer(query, from: peer)
         case .paymentRequest, .otherPaid, .goAhead:
             return []
         }
@@ -154,7 +157,7 @@ public struct BusinessMachine: Sendable {
                 return ledgerAnswered(id, .unknown("the ledger's receipt is not this payment's"), at: now)
             }
             payment.offered.remove(winner)
-            payment.result = (winner, .paymentResult(result))
+            payment.result = (winner, acceptance.hash, .paymentResult(result))
             payment.receipt = receipt
             payments[id] = payment
             let toWinner: [BusinessAction] = tellWinner ? [.send(winner, .paymentResult(result))] : []
@@ -166,7 +169,7 @@ public struct BusinessMachine: Sendable {
             // The others learn only that the request was withdrawn: why the winner's payment failed is the winner's.
             let result = Self.failure(id, error.code)
             payment.offered.remove(winner)
-            payment.result = (winner, result)
+            payment.result = (winner, acceptance.hash, result)
             payments[id] = payment
             let toWinner: [BusinessAction] = tellWinner ? [.send(winner, result)] : []
             return toWinner + close(id, .userCancelled, .failed(error.code),
@@ -310,6 +313,19 @@ public struct BusinessMachine: Sendable {
         }
         payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
         return [.emit(.accepted(id, by: peer, total: acceptance.total)), execution]
+    }
+
+    /// The winner lost its link before the result and asks again over a new one, naming its acceptance by hash
+    /// (which only it and this business hold). It gets the result if there is one; while the ledger has not answered,
+    /// the result will go to this connection instead of the lost one. Anyone else is not answered.
+    private mutating func answer(_ query: ResultQuery, from peer: PeerID) -> [BusinessAction] {
+        guard let payment = payments[query.paymentID] else { return [] }
+        if let result = payment.result, result.acceptanceHash == query.acceptanceHash { return [.send(peer, result.message)] }
+        guard case .executing(let winner, let acceptance, let pending) = payment.phase,
+            acceptance.hash == query.acceptanceHash, peers[winner] == nil
+        else { return [] }
+        payments[query.paymentID]?.phase = .executing(winner: peer, acceptance: acceptance, pending: pending)
+        return []
     }
 
     /// The winner of an offline request reports how its execution went. A receipt counts only if it verifies with

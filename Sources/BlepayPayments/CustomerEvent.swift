@@ -1,7 +1,9 @@
 import BlepayProtocol
 
-/// What the customer's app sees, exactly the reference SDK's events: per payment `receivedPayment`, then one of
+/// What the customer's app sees, the reference SDK's events: per payment `receivedPayment`, then one of
 /// `finishedPayment`, `cancelled`, `error`, `otherPaid`; per connection `disconnected`, after which nothing more.
+/// One more, outside that sequence: `outcomeFound`, when a payment that ended `error(outcome-unknown)` (its link was
+/// lost after accepting) learns its outcome over a later connection to the same merchant.
 public enum CustomerEvent: Sendable, Hashable {
     case receivedPayment(PeerID, PaymentRequest)
     case finishedPayment(PeerID, Receipt)
@@ -12,6 +14,8 @@ public enum CustomerEvent: Sendable, Hashable {
     case error(PeerID, PaymentID?, PaymentError)
     case otherPaid(PeerID, PaymentID)
     case disconnected(PeerID)
+    /// Over connection `PeerID`: the payment finished with this receipt, or failed with this error, after all.
+    case outcomeFound(PeerID, PaymentID, Result<Receipt, PaymentError>)
 
     public enum Side: Sendable, Hashable {
         case customer
@@ -21,7 +25,7 @@ public enum CustomerEvent: Sendable, Hashable {
     public var peer: PeerID {
         switch self {
         case .receivedPayment(let peer, _), .finishedPayment(let peer, _), .cancelled(let peer, _, _),
-            .error(let peer, _, _), .otherPaid(let peer, _), .disconnected(let peer):
+            .error(let peer, _, _), .otherPaid(let peer, _), .disconnected(let peer), .outcomeFound(let peer, _, _):
             peer
         }
     }
@@ -32,7 +36,7 @@ public enum CustomerEvent: Sendable, Hashable {
         case .finishedPayment(_, let receipt): receipt.paymentID
         case .cancelled(_, let id, _), .otherPaid(_, let id): id
         case .error(_, let id, _): id
-        case .receivedPayment, .disconnected: nil
+        case .receivedPayment, .disconnected, .outcomeFound: nil
         }
     }
 }

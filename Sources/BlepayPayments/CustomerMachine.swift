@@ -17,11 +17,15 @@ public struct CustomerMachine: Sendable {
         case executing
         /// A terminal event was emitted; the id is kept so a repeated message is ignored.
         case ended(PaymentStatus)
+
+        /// Accepted, and the link lost before the result: a new connection to the merchant may still bring it.
+        static let lostResult = Phase.ended(.failed(.outcomeUnknown))
     }
 
     struct Payment: Sendable {
         let request: PaymentRequest
-        let peer: PeerID
+        /// The connection it was shown on, or the one its lost result was asked for on.
+        var peer: PeerID
         var phase: Phase
         /// When the request expires by this device's clock: its lifetime (at most 15 minutes, as the codec checks)
         /// counted from when it arrived, so that clocks that differ within the tolerance neither hide nor prolong it.
@@ -31,7 +35,15 @@ public struct CustomerMachine: Sendable {
         var acceptance: PaymentAcceptance?
         /// Whether this customer executed it (and so owes the business the result, again if asked).
         var executedHere = false
+        /// How many new connections to its merchant were asked for its lost result, and how many times the ledger.
+        var queries = 0
+        var lookUps = 0
     }
+
+    /// How many times a result lost with its link is asked for, one new connection to the same merchant each.
+    public static let maximumResultQueries = 3
+    /// How many times the ledger is asked for it (with the driver's back-off, about ten minutes in all).
+    public static let maximumLookUps = 24
 
     /// How long after a request's expiry an accepted payment waits for the business's answer.
     public static let answerGraceMilliseconds: UInt64 = 60_000
@@ -55,11 +67,25 @@ public struct CustomerMachine: Sendable {
         stopping = false
     }
 
-    /// A business connected and completed the handshake.
+    /// A business connected and completed the handshake. Payments of its merchant whose result was lost with an
+    /// earlier link (accepted, then `outcome-unknown`) are asked for, by the acceptance's hash (`docs/protocol.md`
+    /// §6.4c); the answer ends them as it would have.
     public mutating func connected(_ peer: PeerID, _ session: PeerSession) -> [CustomerAction] {
         guard isReceiving, !stopping else { return [.disconnect(peer)] }
-        sessions[peer] = sessions[peer] ?? session
-        return []
+        guard sessions[peer] == nil else { return [] }
+        sessions[peer] = session
+        var queries: [CustomerAction] = []
+        for payment in payments.newestFirst.reversed()
+        where payment.phase == .lostResult && !payment.executedHere && payment.queries < Self.maximumResultQueries
+            && payment.request.merchantID == session.certificate.merchantID
+        {
+            guard let acceptance = payment.acceptance else { continue }
+            let id = payment.request.paymentID
+            payments[id]?.peer = peer
+            payments[id]?.queries += 1
+            queries.append(.send(peer, .resultQuery(ResultQuery(paymentID: id, acceptanceHash: acceptance.hash))))
+        }
+        return queries
     }
 
     public mutating func receive(_ message: Message, from peer: PeerID, at now: Timestamp) -> [CustomerAction] {
@@ -77,7 +103,8 @@ public struct CustomerMachine: Sendable {
         case .paymentResult(let result):
             switch result.outcome {
             case .finished(let receipt):
-                guard let payment = payments[result.paymentID], payment.phase == .accepted, payment.peer == peer
+                guard let payment = payments[result.paymentID], [.accepted, .lostResult].contains(payment.phase),
+                    payment.peer == peer
                 else { return [] }
                 var keep: [CustomerAction] = []
                 if receipt.status == .pendingSettlement {
@@ -87,16 +114,15 @@ public struct CustomerMachine: Sendable {
                         let session = sessions[peer],
                         (try? receipt.verifyAcknowledgement(of: payment.request, acceptance, by: session.certificate)) != nil
                     else {
-                        return end(result.paymentID, of: peer, from: [.accepted], .error(peer, result.paymentID, PaymentError(
+                        return conclude(result.paymentID, of: peer, .failure(PaymentError(
                             .securityFailure, "the business's acknowledgement does not verify")), .failed(.securityFailure))
                     }
                     keep = [.keepForSettlement(payment.request, acceptance)]
                 }
                 payments[result.paymentID]?.receipt = receipt
-                return keep + end(result.paymentID, of: peer, from: [.accepted], .finishedPayment(peer, receipt), .finished)
+                return keep + conclude(result.paymentID, of: peer, .success(receipt), .finished)
             case .failed(let code, let detail):
-                return end(result.paymentID, of: peer, from: [.accepted],
-                    .error(peer, result.paymentID, PaymentError(code, detail)), .failed(code))
+                return conclude(result.paymentID, of: peer, .failure(PaymentError(code, detail)), .failed(code))
             }
         case .otherPaid(let other):
             return end(other.paymentID, of: peer, from: [.shown, .accepted], .otherPaid(peer, other.paymentID), .otherPaid)
@@ -108,8 +134,8 @@ public struct CustomerMachine: Sendable {
                 .failed(error.code))
         case .goAhead(let goAhead):
             return execute(goAhead, from: peer)
-        case .paymentAcceptance:
-            return [.emit(.error(peer, nil, PaymentError(.protocolViolation, "a business sent an acceptance"))),
+        case .paymentAcceptance, .resultQuery:
+            return [.emit(.error(peer, nil, PaymentError(.protocolViolation, "a business sent a customer's message"))),
                 .disconnect(peer)]
         }
     }
@@ -126,7 +152,9 @@ public struct CustomerMachine: Sendable {
     /// `finishedPayment` with the ledger's receipt or `error`; an unknown outcome is looked up by id, never
     /// executed again.
     public mutating func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) -> [CustomerAction] {
-        guard let payment = payments[id], payment.phase == .executing, let acceptance = payment.acceptance else { return [] }
+        guard let payment = payments[id], let acceptance = payment.acceptance else { return [] }
+        if payment.phase == .lostResult { return found(id, outcome, payment, acceptance) }
+        guard payment.phase == .executing else { return [] }
         let peer = payment.peer
         switch outcome {
         case .executed(let receipt):
@@ -143,6 +171,32 @@ public struct CustomerMachine: Sendable {
             return told + end(id, of: peer, from: [.executing], .error(peer, id, error), .failed(error.code))
         case .unknown:
             return [.lookUpStatus(id)]
+        }
+    }
+
+    /// The ledger answered about a payment whose result was lost with its link: its own execution's answer, or a
+    /// look-up. A settled receipt for this acceptance, or a refusal, is the outcome found; a payment the ledger does
+    /// not know (yet: the business may still execute it, or keep it for settlement) is left to the business's
+    /// answer over a new connection; an unknown one is looked up again, a bounded number of times.
+    private mutating func found(
+        _ id: PaymentID, _ outcome: LedgerOutcome, _ payment: Payment, _ acceptance: PaymentAcceptance
+    ) -> [CustomerAction] {
+        switch outcome {
+        case .executed(let receipt):
+            guard receipt.status == .settled, receipt.paymentID == id, receipt.amount == acceptance.amount,
+                receipt.tipMinorUnits == acceptance.tipMinorUnits, receipt.payerKey == acceptance.customerKey
+            else { return [] }
+            payments[id]?.receipt = receipt
+            payments[id]?.phase = .ended(.finished)
+            return [.emit(.outcomeFound(payment.peer, id, .success(receipt)))]
+        case .notExecuted(let error) where error.code != .notFound || payment.executedHere:
+            payments[id]?.phase = .ended(.failed(error.code))
+            return [.emit(.outcomeFound(payment.peer, id, .failure(error)))]
+        case .unknown where payment.lookUps < Self.maximumLookUps:
+            payments[id]?.lookUps += 1
+            return [.lookUpStatus(id)]
+        case .notExecuted, .unknown:
+            return []
         }
     }
 
@@ -187,9 +241,7 @@ public struct CustomerMachine: Sendable {
             } else if payment.phase == .accepted || payment.phase == .executing,
                 now >= payment.deadline.adding(milliseconds: Self.answerGraceMilliseconds)
             {
-                actions += end(id, of: payment.peer, from: [.accepted, .executing], .error(payment.peer, id, PaymentError(
-                    .outcomeUnknown, "no final answer; look the payment up by its id")),
-                    .failed(.outcomeUnknown))
+                actions += lose(id, of: payment.peer, "no final answer; look the payment up by its id")
             }
         }
         return actions
@@ -214,10 +266,19 @@ public struct CustomerMachine: Sendable {
             let id = payment.request.paymentID
             actions += end(id, of: peer, from: [.shown], .error(peer, id, PaymentError(
                 .connectionFailed, "the business disconnected")), .failed(.connectionFailed))
-            actions += end(id, of: peer, from: [.accepted, .executing], .error(peer, id, PaymentError(
-                .outcomeUnknown, "disconnected after accepting; look the payment up by its id")), .failed(.outcomeUnknown))
+            actions += lose(id, of: peer, "disconnected after accepting; look the payment up by its id")
         }
         return actions + [.emit(.disconnected(peer))]
+    }
+
+    /// An accepted payment's answer did not come: it ends `outcome-unknown`, and the outcome is sought by payment id,
+    /// from the ledger and (§6.4c) the merchant's next connection; never by executing it again. One this customer
+    /// executes is not looked up: its execution's answer is still to come.
+    private mutating func lose(_ id: PaymentID, of peer: PeerID, _ detail: String) -> [CustomerAction] {
+        let accepted = payments[id]?.phase == .accepted
+        let ended = end(id, of: peer, from: [.accepted, .executing], .error(peer, id, PaymentError(.outcomeUnknown, detail)),
+            .failed(.outcomeUnknown))
+        return accepted && !ended.isEmpty ? ended + [.lookUpStatus(id)] : ended
     }
 
     /// The daemon is stopping: shown payments are declined (their business is told) and nothing new is shown;
@@ -311,6 +372,23 @@ public struct CustomerMachine: Sendable {
         default:
             return []
         }
+    }
+
+    /// Ends an accepted payment with the business's result. One whose result was lost with its link, asked for over
+    /// a new one, learns it as `outcomeFound`: its own events ended with `error(outcome-unknown)`.
+    private mutating func conclude(
+        _ id: PaymentID, of peer: PeerID, _ outcome: Result<Receipt, PaymentError>, _ status: PaymentStatus
+    ) -> [CustomerAction] {
+        guard let payment = payments[id], payment.peer == peer else { return [] }
+        if payment.phase == .lostResult {
+            payments[id]?.phase = .ended(status)
+            return [.emit(.outcomeFound(peer, id, outcome))]
+        }
+        let event: CustomerEvent = switch outcome {
+        case .success(let receipt): .finishedPayment(peer, receipt)
+        case .failure(let error): .error(peer, id, error)
+        }
+        return end(id, of: peer, from: [.accepted], event, status)
     }
 
     private mutating func end(

@@ -53,9 +53,12 @@ public final class InMemoryNetwork: Sendable {
     }
 
     /// A customer comes into range and connects: returns its end of the link and the link's id (both ends use it).
-    /// Both ends see the same session: a fresh session hash, the customer online.
-    public func connectCustomer(capabilities: Capabilities = [.online]) -> (transport: Endpoint, peer: PeerID) {
-        let customer = Endpoint()
+    /// Both ends see the same session: a fresh session hash, the customer online. `again`: a customer seen before
+    /// connects anew, over a new link at its same end.
+    public func connectCustomer(capabilities: Capabilities = [.online], again: Endpoint? = nil)
+        -> (transport: Endpoint, peer: PeerID)
+    {
+        let customer = again ?? Endpoint()
         customer.network = self  // before anyone holds the endpoint
         let (peer, hash) = state.withLock { state in
             defer { state.next += 1 }

@@ -194,7 +194,7 @@ import Testing
         #expect(refused == [.send(p1, try failure(.insufficientFunds)), .emit(.error(p1, id, PaymentError(.insufficientFunds)))])
     }
 
-    @Test func aBusinessThatLeavesWhileTheCustomerExecutesEndsItAsUnknown() throws {
+    @Test func aBusinessThatLeavesWhileTheCustomerExecutesEndsItAsUnknownUntilTheLedgerAnswers() throws {
         var c = customer()
         _ = try c.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100, at: Fixture.later(500)))
         let a1 = acceptance()
@@ -202,8 +202,12 @@ import Testing
         _ = c.receive(.goAhead(GoAhead(paymentID: id, acceptanceHash: a1.hash)), from: p1, at: Fixture.later(1_000))
         let gone = c.disconnected(p1)
         #expect(gone.events.map { event -> PaymentErrorCode? in if case .error(_, _, let e) = event { e.code } else { nil } } == [.outcomeUnknown, nil])
-        // Nothing more is said of that business, whatever the ledger answers later.
-        #expect(c.ledgerAnswered(id, .executed(try receipt(a1))).isEmpty)
+        // Its execution's answer is not looked up (it is on its way), and it is the outcome, found after the end.
+        #expect(!gone.contains(.lookUpStatus(id)))
+        let paid = try receipt(a1)
+        #expect(c.ledgerAnswered(id, .executed(paid)) == [.emit(.outcomeFound(p1, id, .success(paid)))])
+        #expect(c.snapshot(of: id)?.status == .finished && c.snapshot(of: id)?.receipt == paid)
+        #expect(c.ledgerAnswered(id, .executed(paid)).isEmpty)
     }
 
     /// Both offline: the business's pending receipt is its signed acknowledgement; the customer checks it against the

@@ -51,14 +51,17 @@ import Testing
         }
     }
 
-    @Test func aLostLedgerAnswerIsLookedUpAndTheCustomerLeavingMidFlowLearnsItIsUnknown() async throws {
+    /// The customer leaves before the result and learns it is unknown; back in range, it asks the business, which
+    /// answers with the result the customer missed (`docs/protocol.md` §6.4c).
+    @Test func aLostLedgerAnswerIsLookedUpAndTheCustomerLeavingMidFlowFindsTheOutcomeOnReturn() async throws {
         let network = InMemoryNetwork(certificate: Fixture.certificate)
         let watchdog = network.watchdog(after: .seconds(60))
         defer { watchdog.cancel() }
         let ledger = InMemoryLedger { _ in .executeAndLoseAnswer }
         let business = BusinessDriver(
             transport: network.business, ledger: ledger, signer: PassThrough(), verifier: Verifier(),
-            merchant: .init(id: "m_1", name: "Shop"), lookUpInterval: .milliseconds(1), clock: { Fixture.t0 })
+            merchant: .init(id: Fixture.certificate.merchantID, name: "Shop"), lookUpInterval: .milliseconds(1),
+            clock: { Fixture.t0 })
         let (transport, peer) = network.connectCustomer()
         let customer = CustomerDriver(transport: transport, signer: PassThrough(), clock: { Fixture.t0 })
         Task { await business.run() }
@@ -96,6 +99,11 @@ import Testing
         }
         #expect(error.code == .outcomeUnknown)
         #expect(last[1] == .disconnected(peer))
+
+        let (_, again) = network.connectCustomer(again: transport)
+        #expect(await customerEvents.next() == .outcomeFound(again, id, .success(receipt)))
+        #expect(await customer.snapshot(of: id)?.status == .finished)
+        #expect(ledger.executionCount == 1)
     }
 }
 

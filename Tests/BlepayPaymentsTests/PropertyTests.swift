@@ -10,7 +10,7 @@ import Testing
     static let scenarios = 10_000
 
     @Test func invariantsHoldInRandomScenarios() {
-        var finished = 0, refused = 0, unknown = 0
+        var finished = 0, refused = 0, unknown = 0, found = 0
         for seed in 0..<UInt64(Self.scenarios) {
             var simulation = Simulation(seed: seed)
             simulation.run(steps: 120)
@@ -23,6 +23,7 @@ import Testing
             let afterStop = Self.violations(in: simulation, afterStop: true)
             #expect(failures.isEmpty && afterStop.isEmpty, "seed \(seed): \(failures + afterStop)")
             if !(failures.isEmpty && afterStop.isEmpty) { return }
+            found += simulation.customerEvents.values.joined().filter { if case .outcomeFound = $0 { true } else { false } }.count
             for event in simulation.businessEvents {
                 switch event {
                 case .finished: finished += 1
@@ -33,7 +34,8 @@ import Testing
             }
         }
         // The schedule must actually reach every ledger outcome, or the test proves little.
-        #expect(finished > 1_000 && refused > 100 && unknown > 100, "finished \(finished), refused \(refused), unknown \(unknown)")
+        #expect(finished > 1_000 && refused > 100 && unknown > 100 && found > 100,
+            "finished \(finished), refused \(refused), unknown \(unknown), outcomes found late \(found)")
     }
 
     /// The terminal event fits how the payment ended: only the winner finishes it (or, having left after
@@ -84,6 +86,14 @@ import Testing
                     customerPaid[receipt.paymentID, default: 0] += 1
                     if s.executedInTruth[receipt.paymentID] != receipt {
                         problems.append("\(peer): finished \(receipt.paymentID) that the ledger did not execute so")
+                    }
+                case .outcomeFound(_, let id, let outcome):
+                    // Only after the payment ended unknown; a payment found paid counts as finished by this customer.
+                    if !ended.contains(id) { problems.append("\(peer): outcome of \(id) found before it ended") }
+                    if case .success(let receipt) = outcome {
+                        customerPaid[id, default: 0] += 1
+                        if s.executedInTruth[id] != receipt { problems.append("\(peer): found \(id) paid, the ledger did not execute so") }
+                        if finishedBy[id]?.first != peer { problems.append("\(peer): found \(id) paid, which it did not win") }
                     }
                 default: break
                 }

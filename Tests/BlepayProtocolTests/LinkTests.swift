@@ -176,6 +176,8 @@ import Testing
             (.paymentResult(try PaymentResult(paymentID: id, outcome: .finished(Sample.receipt))), true, true),
             (.otherPaid(OtherPaid(paymentID: id)), true, false),
             (.error(try ErrorMessage(code: .clockSkew, paymentID: id, detail: nil)), true, true),
+            (.goAhead(GoAhead(paymentID: id, acceptanceHash: Sample.hash)), true, false),
+            (.resultQuery(ResultQuery(paymentID: id, acceptanceHash: Sample.hash)), false, true),
         ]
         let violation = Message.error(try ErrorMessage(code: .protocolViolation, paymentID: nil, detail: nil))
         for (message, fromBusiness, fromCustomer) in table {

@@ -56,6 +56,7 @@ enum Sample {
         ("other-paid", .otherPaid(OtherPaid(paymentID: paymentID))),
         ("error", .error(try! ErrorMessage(code: .versionMismatch, paymentID: nil, detail: "versions 1"))),
         ("go-ahead", .goAhead(GoAhead(paymentID: paymentID, acceptanceHash: hash))),
+        ("result-query", .resultQuery(ResultQuery(paymentID: paymentID, acceptanceHash: hash))),
     ]
 }
 

@@ -9,6 +9,9 @@ public struct ControlEvent: Sendable, Hashable, Codable {
     public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
         // The customer's, per payment `receivedPayment` then one of the four after it; `disconnected` per connection.
         case receivedPayment, finishedPayment, error, otherPaid, disconnected
+        /// The customer's, outside that sequence: the outcome of a payment that ended `error` `outcome-unknown`,
+        /// learned over a later connection (details as `finishedPayment`'s, or `error`'s).
+        case outcomeFound
         /// Either side's: the customer's (details `by`) or the business's own withdrawal.
         case cancelled
         // The business's.
@@ -71,6 +74,12 @@ public struct ControlEvent: Sendable, Hashable, Codable {
             self.init(kind: .otherPaid, paymentID: payment.description, details: details)
         case .disconnected:
             self.init(kind: .disconnected, paymentID: "", details: details)
+        case .outcomeFound(_, let payment, let outcome):
+            switch outcome {
+            case .success(let receipt): details.add(receipt)
+            case .failure(let error): details.add(error)
+            }
+            self.init(kind: .outcomeFound, paymentID: payment.description, details: details)
         }
     }
 

@@ -102,7 +102,7 @@ private func signing(_ context: String, _ encode: (inout FieldWriter) -> Void) -
 extension Message: WireCodable {
     /// Message type bytes; never reused.
     enum Kind: UInt8 {
-        case paymentRequest = 1, paymentAcceptance, cancelPayment, paymentResult, otherPaid, error, goAhead
+        case paymentRequest = 1, paymentAcceptance, cancelPayment, paymentResult, otherPaid, error, goAhead, resultQuery
     }
 
     public var encoded: [UInt8] {
@@ -114,6 +114,7 @@ extension Message: WireCodable {
         case .otherPaid(let m): [Kind.otherPaid.rawValue] + m.fieldBytes
         case .error(let m): [Kind.error.rawValue] + m.fieldBytes
         case .goAhead(let m): [Kind.goAhead.rawValue] + m.fieldBytes
+        case .resultQuery(let m): [Kind.resultQuery.rawValue] + m.fieldBytes
         }
     }
 
@@ -131,6 +132,7 @@ extension Message: WireCodable {
         case .otherPaid: self = .otherPaid(try OtherPaid(fieldBytes: body))
         case .error: self = .error(try ErrorMessage(fieldBytes: body))
         case .goAhead: self = .goAhead(try GoAhead(fieldBytes: body))
+        case .resultQuery: self = .resultQuery(try ResultQuery(fieldBytes: body))
         case nil: throw ProtocolError(.unknownMessageType, "message type \(first)")
         }
     }

@@ -151,13 +151,13 @@ public struct Link: Sendable {
     }
 
     /// What each side may be sent (§6's direction table): the customer (responder) every message but an
-    /// acceptance; the business (initiator) an acceptance, a cancel, an error, and the result of a payment an online
-    /// customer executed for it. A message the other way round is a protocol violation, answered before the close.
+    /// acceptance or a result query; the business (initiator) an acceptance, a cancel, an error, a customer's query
+    /// for a result it lost, and the result of a payment an online customer executed for it. A message the other way round is a protocol violation, answered before the close.
     /// No `default`, so that a new message needs a decision here.
     static func mayReceive(_ message: Message, as role: HandshakeState.Role) -> Bool {
         switch message {
         case .paymentRequest, .otherPaid, .goAhead: role == .responder
-        case .paymentAcceptance: role == .initiator
+        case .paymentAcceptance, .resultQuery: role == .initiator
         case .cancelPayment, .paymentResult, .error: true
         }
     }

@@ -14,6 +14,8 @@ public enum Message: Sendable, Hashable {
     case error(ErrorMessage)
     /// Business → customer: execute this acceptance of an offline request.
     case goAhead(GoAhead)
+    /// Customer → business, over a new connection: the result of a payment whose answer the last one lost.
+    case resultQuery(ResultQuery)
 }
 
 /// Protocol versions and capabilities: what a customer advertises and what its info characteristic tells.

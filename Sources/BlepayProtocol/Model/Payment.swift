@@ -143,6 +143,20 @@ public struct GoAhead: Sendable, Hashable {
     }
 }
 
+/// Customer → business, in a new session: the customer accepted this payment and lost the link before its result.
+/// The acceptance's hash proves it is the same customer (only it and the business hold the acceptance, sent
+/// encrypted); the business answers with the payment's `PaymentResult` once it has one, and with nothing otherwise.
+public struct ResultQuery: Sendable, Hashable {
+    public let paymentID: PaymentID
+    /// SHA-256 of the customer's acceptance's encoding.
+    public let acceptanceHash: Hash32
+
+    public init(paymentID: PaymentID, acceptanceHash: Hash32) {
+        self.paymentID = paymentID
+        self.acceptanceHash = acceptanceHash
+    }
+}
+
 /// Sent to every customer but the winner once another customer paid the request.
 public struct OtherPaid: Sendable, Hashable {
     public let paymentID: PaymentID
