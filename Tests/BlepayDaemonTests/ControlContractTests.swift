@@ -30,7 +30,8 @@ struct ControlContractTests {
     static let customerEvents: [CustomerEvent] = [
         .receivedPayment(peer, request), .finishedPayment(peer, receipt), .cancelled(peer, id, by: .customer),
         .cancelled(peer, id, by: .business), .error(peer, id, refusal), .error(peer, nil, PaymentError(.securityFailure)),
-        .otherPaid(peer, id), .disconnected(peer),
+        .otherPaid(peer, id), .disconnected(peer), .outcomeFound(peer, id, .success(receipt)),
+        .outcomeFound(peer, id, .failure(refusal)),
     ]
     static let businessEvents: [BusinessEvent] = [
         .offered(id, peer), .declined(id, by: peer), .customerRefused(id, by: peer, PaymentError(.clockSkew)),
