@@ -22,11 +22,17 @@ public let testLogger = Logger(label: "blepay.test")
 public final class TestStorage: Sendable {
     public let kind: StorageKind
     public let storage: any LedgerStorage
+    /// The database file, for SQLite: a `blepay-ledger` process can serve it too.
+    public let sqlitePath: String?
     private let cleanup: @Sendable () async throws -> Void
 
-    init(kind: StorageKind, storage: any LedgerStorage, cleanup: @escaping @Sendable () async throws -> Void) {
+    init(
+        kind: StorageKind, storage: any LedgerStorage, sqlitePath: String? = nil,
+        cleanup: @escaping @Sendable () async throws -> Void
+    ) {
         self.kind = kind
         self.storage = storage
+        self.sqlitePath = sqlitePath
         self.cleanup = cleanup
     }
 
@@ -49,8 +55,9 @@ public func makeStorage(_ kind: StorageKind) async throws -> TestStorage {
             .appendingPathComponent("blepay-test-\(randomHex())", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         do {
-            let storage = try SQLiteStorage(path: directory.appendingPathComponent("ledger.sqlite").path, logger: testLogger)
-            test = TestStorage(kind: kind, storage: storage) {
+            let path = directory.appendingPathComponent("ledger.sqlite").path
+            let storage = try SQLiteStorage(path: path, logger: testLogger)
+            test = TestStorage(kind: kind, storage: storage, sqlitePath: path) {
                 try await storage.close()
                 try FileManager.default.removeItem(at: directory)
             }
