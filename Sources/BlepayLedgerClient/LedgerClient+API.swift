@@ -74,12 +74,13 @@ extension LedgerClient {
     }
 
     /// The payment; with `waitingWhile`, the ledger holds the answer (up to `seconds`, at most 10) while the status
-    /// is still that one.
-    public func payment(_ id: PaymentID, waitingWhile status: LedgerPayment.Status? = nil, seconds: Int = 10)
-        async throws(LedgerClientError) -> PaymentResource
+    /// is still that one. `merchant` names whose payment of `id` it is, for a customer who paid that id at several.
+    public func payment(_ id: PaymentID, merchant: String? = nil, waitingWhile status: LedgerPayment.Status? = nil,
+        seconds: Int = 10) async throws(LedgerClientError) -> PaymentResource
     {
-        let query = status.map { "?status=\($0.rawValue)&wait=\(min(seconds, 10))" } ?? ""
-        return try await get("/v1/payments/\(id)\(query)")
+        let query = (merchant.map { ["merchant=\($0)"] } ?? [])
+            + (status.map { ["status=\($0.rawValue)", "wait=\(min(seconds, 10))"] } ?? [])
+        return try await get("/v1/payments/\(id)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
     }
 
     public func createPreAuthorization(_ body: CreatePreAuthorization, operation: String) async throws(LedgerClientError)

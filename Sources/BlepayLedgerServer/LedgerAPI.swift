@@ -65,16 +65,17 @@ struct LedgerAPI: Sendable {
         }
     }
 
-    /// Reads a payment, then, when asked to wait, reads it again as it changes until its status differs from the
-    /// one given (or the one first read) or the wait (at most 10 s) runs out.
+    /// Reads a payment (of the merchant the query names, if any), then, when asked to wait, reads it again as it
+    /// changes until its status differs from the one given (or the one first read) or the wait (at most 10 s) runs out.
     func payment(_ request: Request, id: String) async -> Response {
         let head = Head(request)
+        let merchant = request.uri.queryParameters.get("merchant").map { String($0) }
         let asked = Double(request.uri.queryParameters.get("wait") ?? "0") ?? 0
         let wait = asked.isNaN ? 0 : min(max(asked, 0), 10)
         do {
             let (principal, first) = try await storage.write { tx in
                 let call = try self.authenticate(head, body: [], parameters: [:], access: .device, tx)
-                return (call.principal, try self.operations.payment(tx, id: id, for: call.principal))
+                return (call.principal, try self.operations.payment(tx, id: id, merchant: merchant, for: call.principal))
             }
             var payment = first
             let baseline = request.uri.queryParameters.get("status").flatMap { LedgerPayment.Status(rawValue: String($0)) }
@@ -82,7 +83,7 @@ struct LedgerAPI: Sendable {
             let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
             while payment.status == baseline, ContinuousClock.now < deadline {
                 await watch.nextChange(before: deadline)
-                payment = try await storage.read { tx in try self.operations.payment(tx, id: id, for: principal) }
+                payment = try await storage.read { tx in try self.operations.payment(tx, id: id, merchant: merchant, for: principal) }
             }
             return Self.response(Answer(status: 200, body: try Self.encode(payment)))
         } catch {

@@ -1,19 +1,108 @@
 import BlepayLedger
+import BlepayLedgerClient
 import BlepayLedgerServer
 import BlepayProtocol
 import Foundation
 import LedgerTestSupport
 import Testing
 
-/// A payment id is its merchant's: two merchants' payments of one id are two payments, whichever path pays each.
+/// A payment id is its merchant's: two merchants' payments of one id are two payments, whichever path pays each, and
+/// a merchant who learns another's id cannot take it first.
 @Suite struct MerchantPaymentIDTests {
-    func request(by merchant: RunningLedger.Party, id: PaymentID, amount: UInt64, online: Bool) throws -> PaymentRequest {
-        let now = LedgerServer.systemClock()
-        return try PaymentRequest(
-            paymentID: id, amount: Money(minorUnits: amount, currency: Currency("EUR")), reference: nil,
-            merchantID: merchant.account.id, merchantName: merchant.account.name, createdAt: now,
-            expiresAt: now.adding(milliseconds: 120_000), businessOnline: online, signature: .unsigned
-        ).signed(by: merchant.key)
+    /// The ledger's refusal code for `call`.
+    func refusal<T>(_ call: () async throws -> T) async throws -> String? {
+        do {
+            _ = try await call()
+            return nil
+        } catch let error as LedgerClientError {
+            guard case .refused(_, let detail) = error else { throw error }
+            return detail.code
+        }
+    }
+
+    @Test(arguments: StorageKind.allCases)
+    func anotherMerchantTakingAnIdFirstDoesNotStopTheMerchantsOwnPayment(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let bakery = try await ledger.merchant("Bakery")
+            let alice = try await ledger.customer(balance: 10_000)
+            let bob = try await ledger.customer(balance: 10_000)
+            let id = try PaymentID(bytes: Array(repeating: 0x51, count: 16))
+
+            // The bakery learned the café's payment id (its device at the café's till saw the request) and uses it first.
+            let taken = try ledger.request(by: bakery, id: id, amount: 300)
+            _ = try await bakery.client.createPayment(taken)
+            #expect(try await bakery.client.accept(try ledger.acceptance(of: taken, by: bob), request: nil).status == .settled)
+            // The café's own payment of that id is created and paid as any other.
+            let genuine = try ledger.request(by: cafe, id: id, amount: 1_000)
+            #expect(try await cafe.client.createPayment(genuine).status == .authorizationRequired)
+            let paid = try await cafe.client.accept(try ledger.acceptance(of: genuine, by: alice), request: nil)
+            #expect(paid.status == .settled && paid.merchantId == cafe.account.id)
+
+            // Each merchant and its customer read their own payment, with a receipt of its own transfer.
+            for (party, merchant, amount) in [(cafe, cafe, 1_000), (alice, cafe, 1_000), (bakery, bakery, 300), (bob, bakery, 300)] {
+                let payment = try await party.client.payment(id)
+                let receipt = try Receipt(encoded: [UInt8](try #require(payment.receipt.flatMap { Data(base64Encoded: $0) })))
+                #expect(payment.merchantId == merchant.account.id && payment.amount == Int64(amount))
+                #expect(receipt.merchantID == merchant.account.id && receipt.transactionID == "pay:\(merchant.account.id):\(id)")
+            }
+            #expect(try await ledger.admin.account(cafe.account.id).balances.first?.posted == 1_000)
+            #expect(try await ledger.admin.account(bakery.account.id).balances.first?.posted == 300)
+            #expect(try await alice.client.instruments().first?.balances.first?.posted == 9_000)
+            #expect(try await bob.client.instruments().first?.balances.first?.posted == 9_700)
+            #expect(try await ledger.server.audit() == [])
+        }
+    }
+
+    @Test(arguments: StorageKind.allCases)
+    func cancellingExpiringAndReadingFindTheMerchantsOwnPayment(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let bakery = try await ledger.merchant("Bakery")
+            let alice = try await ledger.customer(balance: 10_000)
+
+            // The bakery cancels its request of the id first; the customer then brings the café's request herself.
+            let cancelledID = try PaymentID(bytes: Array(repeating: 0x52, count: 16))
+            let cancelled = try ledger.request(by: bakery, id: cancelledID, amount: 200)
+            #expect(try await bakery.client.cancelPayment(cancelledID, request: cancelled).status == .cancelled)
+            let brought = try ledger.request(by: cafe, id: cancelledID, amount: 500, online: false)
+            #expect(try await alice.client.accept(try ledger.acceptance(of: brought, by: alice), request: brought).status == .settled)
+            #expect(try await refusal { try await cafe.client.cancelPayment(cancelledID) } == LedgerError.Code.invalidStatus.rawValue)
+            #expect(try await bakery.client.cancelPayment(cancelledID).status == .cancelled)
+
+            // A customer who paid one id at both merchants names the one she means.
+            let sharedID = try PaymentID(bytes: Array(repeating: 0x53, count: 16))
+            let atBakery = try ledger.request(by: bakery, id: sharedID, amount: 100)
+            let atCafe = try ledger.request(by: cafe, id: sharedID, amount: 400)
+            _ = try await bakery.client.createPayment(atBakery)
+            _ = try await cafe.client.createPayment(atCafe)
+            _ = try await bakery.client.accept(try ledger.acceptance(of: atBakery, by: alice), request: nil)
+            // Sent by the customer without the request: the payment is the one whose request she signed.
+            let paidAtCafe = try await alice.client.accept(try ledger.acceptance(of: atCafe, by: alice), request: nil)
+            #expect(paidAtCafe.merchantId == cafe.account.id)
+            #expect(try await refusal { try await alice.client.payment(sharedID) } == "payment.merchant-required")
+            #expect(try await alice.client.payment(sharedID, merchant: cafe.account.id).amount == 400)
+            #expect(try await alice.client.payment(sharedID, merchant: bakery.account.id).amount == 100)
+            #expect(try await cafe.client.payment(sharedID).amount == 400)
+            #expect(try await refusal { try await cafe.client.payment(sharedID, merchant: bakery.account.id) } == "not-found")
+
+            // The bakery's payment of an id expires; the café's stays open and is paid.
+            let expiringID = try PaymentID(bytes: Array(repeating: 0x54, count: 16))
+            _ = try await bakery.client.createPayment(try ledger.request(by: bakery, id: expiringID, amount: 100, expiresIn: 1_000))
+            let open = try ledger.request(by: cafe, id: expiringID, amount: 700)
+            _ = try await cafe.client.createPayment(open)
+            var expired = try await bakery.client.payment(expiringID, waitingWhile: .authorizationRequired)
+            if expired.status == .authorizationRequired {  // the sweeper runs each second; one more wait covers it
+                expired = try await bakery.client.payment(expiringID, waitingWhile: .authorizationRequired)
+            }
+            #expect(expired.status == .failed && expired.failureReason == "expired")
+            #expect(try await cafe.client.payment(expiringID).status == .authorizationRequired)
+            #expect(try await cafe.client.accept(try ledger.acceptance(of: open, by: alice), request: nil).status == .settled)
+
+            #expect(try await ledger.admin.account(cafe.account.id).balances.first?.posted == 1_600)
+            #expect(try await ledger.admin.account(bakery.account.id).balances.first?.posted == 100)
+            #expect(try await ledger.server.audit() == [])
+        }
     }
 
     @Test(arguments: StorageKind.allCases)
@@ -27,8 +116,10 @@ import Testing
             let id = try PaymentID(bytes: Array(repeating: 0x42, count: 16))
 
             // Both offline, from one voucher.
-            let atCafe = try voucher.pay(try request(by: cafe, id: id, amount: 1_000, online: false), sequence: 1, spentBefore: 0)
-            let atBakery = try voucher.pay(try request(by: bakery, id: id, amount: 700, online: false), sequence: 2, spentBefore: 1_000)
+            let atCafe = try voucher.pay(
+                try ledger.request(by: cafe, id: id, amount: 1_000, online: false), sequence: 1, spentBefore: 0)
+            let atBakery = try voucher.pay(
+                try ledger.request(by: bakery, id: id, amount: 700, online: false), sequence: 2, spentBefore: 1_000)
             let cafeResults = try await cafe.client.settle([atCafe], operation: "batch-1")
             let bakeryResults = try await bakery.client.settle([atBakery], operation: "batch-1")
             #expect(cafeResults.results.map(\.result) == [.settled] && bakeryResults.results.map(\.result) == [.settled])
@@ -48,10 +139,11 @@ import Testing
 
             // One paid online, the other offline.
             let other = try PaymentID(bytes: Array(repeating: 0x43, count: 16))
-            let online = try request(by: cafe, id: other, amount: 400, online: true)
+            let online = try ledger.request(by: cafe, id: other, amount: 400)
             _ = try await cafe.client.createPayment(online)
             #expect(try await cafe.client.accept(try ledger.acceptance(of: online, by: bob), request: nil).status == .settled)
-            let offline = try voucher.pay(try request(by: bakery, id: other, amount: 300, online: false), sequence: 3, spentBefore: 1_700)
+            let offline = try voucher.pay(
+                try ledger.request(by: bakery, id: other, amount: 300, online: false), sequence: 3, spentBefore: 1_700)
             #expect(try await bakery.client.settle([offline], operation: "batch-3").results.map(\.result) == [.settled])
             #expect(try await cafe.client.payment(other).amount == 400)
             #expect(try await bakery.client.payment(other).amount == 300)

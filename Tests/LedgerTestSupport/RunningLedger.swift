@@ -137,12 +137,13 @@ public final class RunningLedger: Sendable {
 
     // MARK: signed messages
 
-    public func request(by merchant: Party, amount: UInt64, currency: String = "EUR", expiresIn: UInt64 = 120_000,
-        online: Bool = true, createdAt: Timestamp? = nil) throws -> PaymentRequest
+    /// A request signed by `merchant`, for the payment id `id` (a random one by default).
+    public func request(by merchant: Party, id: PaymentID? = nil, amount: UInt64, currency: String = "EUR",
+        expiresIn: UInt64 = 120_000, online: Bool = true, createdAt: Timestamp? = nil) throws -> PaymentRequest
     {
         let now = createdAt ?? LedgerServer.systemClock()
         return try PaymentRequest(
-            paymentID: PaymentID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }),
+            paymentID: id ?? PaymentID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }),
             amount: Money(minorUnits: amount, currency: Currency(currency)), reference: "order-1",
             merchantID: merchant.account.id, merchantName: merchant.account.name, createdAt: now,
             expiresAt: now.adding(milliseconds: expiresIn), businessOnline: online, signature: .unsigned

@@ -64,4 +64,10 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public static let idempotencyConflict = APIError(
         status: 409, code: "idempotency.conflict", "this Idempotency-Key was used with other parameters")
+
+    /// A payment id is its merchant's: the caller is party to payments of `id` at several merchants and must name one.
+    public static func merchantRequired(of id: String) -> APIError {
+        APIError(status: 409, code: "payment.merchant-required",
+            "payment \(id) is at several merchants; name one with the merchant query parameter")
+    }
 }

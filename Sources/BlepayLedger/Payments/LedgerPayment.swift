@@ -26,26 +26,32 @@ public struct LedgerPayment: Sendable, Hashable {
     public private(set) var failure: PaymentErrorCode?
     public private(set) var history: [Change]
     public var status: Status { history.last!.status }
+    /// The hold and the transfer that pay it, named by merchant and payment id: a payment id is its merchant's, so
+    /// another merchant's payment of the same id has books of its own. A payment created before ids were scoped by
+    /// merchant keeps the names it had, by payment id alone.
+    public let holdID: String
+    public let transferID: String
 
     /// How long past the request's expiry a hold is kept if execution stalls, before it is released.
     public static let holdMarginMilliseconds: UInt64 = 15 * 60 * 1000
 
     public init(request: PaymentRequest, at now: Timestamp) {
-        self.request = request
-        history = [Change(status: .authorizationRequired, at: now)]
+        self.init(request: request, acceptance: nil, failure: nil, history: [Change(status: .authorizationRequired, at: now)])
     }
 
-    /// A payment as storage kept it.
-    public init(request: PaymentRequest, acceptance: PaymentAcceptance?, failure: PaymentErrorCode?, history: [Change]) {
+    /// A payment as storage kept it, with the names its hold and transfer were given when it was created (by
+    /// default, the ones a payment created now gets).
+    public init(request: PaymentRequest, acceptance: PaymentAcceptance?, failure: PaymentErrorCode?, history: [Change],
+        holdID: String? = nil, transferID: String? = nil)
+    {
         precondition(!history.isEmpty, "a payment has a history from its creation")
         self.request = request
         self.acceptance = acceptance
         self.failure = failure
         self.history = history
+        self.holdID = holdID ?? "hold:\(request.merchantID):\(request.paymentID)"
+        self.transferID = transferID ?? "pay:\(request.merchantID):\(request.paymentID)"
     }
-
-    public var holdID: String { "hold:\(request.paymentID)" }
-    public var transferID: String { "pay:\(request.paymentID)" }
 
     /// Takes the customer's acceptance and holds its total (amount and tip) on the instrument's book for the
     /// merchant: `authorizing`, then `authorized`. The acceptance is signed by `deviceKey` (the key registered for

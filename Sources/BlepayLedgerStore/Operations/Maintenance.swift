@@ -19,11 +19,13 @@ extension LedgerOperations {
     public func expire(_ tx: any SQLTransaction, at now: Timestamp, limit: Int = 500) throws -> Expired {
         var expired = Expired()
         for row in try tx.rows(
-            "SELECT id FROM payments WHERE status = 'authorization_required' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
-            [now.sqlValue, .integer(Int64(limit))])
+            """
+            SELECT merchant, id FROM payments WHERE status = 'authorization_required' AND expires_at <= ?
+            ORDER BY expires_at LIMIT ?
+            """, [now.sqlValue, .integer(Int64(limit))])
         {
-            let id = try Self.paymentID(try row.text(0))
-            guard var stored = try load(tx, id), stored.payment.expire(at: now) else { continue }
+            let id = try Self.paymentID(try row.text(1))
+            guard var stored = try load(tx, merchant: try row.text(0), id), stored.payment.expire(at: now) else { continue }
             try update(tx, stored, at: now)
             expired.payments.append(id.description)
         }
@@ -75,8 +77,8 @@ extension LedgerOperations {
     public func audit(_ tx: any SQLTransaction) throws -> [String] {
         let journal = try Books.loadAll(tx)
         var problems = journal.audit()
-        for row in try tx.rows("SELECT id FROM payments ORDER BY id", []) {
-            guard let stored = try load(tx, try Self.paymentID(try row.text(0)), lock: false) else { continue }
+        for row in try tx.rows("SELECT merchant, id FROM payments ORDER BY id, merchant", []) {
+            guard let stored = try load(tx, merchant: try row.text(0), try Self.paymentID(try row.text(1)), lock: false) else { continue }
             problems += Self.audit(stored.payment, merchant: Self.merchantBook(stored.merchant), journal: journal)
         }
         for row in try tx.rows("SELECT id FROM pre_authorizations ORDER BY id", []) {
@@ -87,7 +89,7 @@ extension LedgerOperations {
     }
 
     static func audit(_ payment: LedgerPayment, merchant: AccountID, journal: Journal) -> [String] {
-        let name = "payment \(payment.request.paymentID)"
+        let name = "payment \(payment.request.paymentID) of merchant \(payment.request.merchantID)"
         let transfer = journal.transfers[payment.transferID]
         let hold = journal.holds[payment.holdID]
         switch payment.status {

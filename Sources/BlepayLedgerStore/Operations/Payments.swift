@@ -3,7 +3,9 @@ import BlepayProtocol
 import Foundation
 
 /// Payments: created by the business with its signed request, accepted with the customer's signed acceptance
-/// (authorized and executed at once: money between the ledger's own books is final), cancelled, expired.
+/// (authorized and executed at once: money between the ledger's own books is final), cancelled, expired. A payment
+/// id is its merchant's (the business picks it): a payment is found by merchant and id, so that another merchant who
+/// learns an id cannot take it first.
 extension LedgerOperations {
     struct StoredPayment {
         var payment: LedgerPayment
@@ -38,7 +40,7 @@ extension LedgerOperations {
         guard request.merchantID == device.account,
             signatures.isValid(request.signature, of: request.signingBytes, by: device.signingKey)
         else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by this device for its merchant")) }
-        if let stored = try load(tx, request.paymentID) {
+        if let stored = try load(tx, merchant: device.account, request.paymentID) {
             guard stored.payment.request == request else { throw APIError(LedgerError(.idConflict, "payment \(request.paymentID) exists")) }
             return try resource(stored)
         }
@@ -73,12 +75,21 @@ extension LedgerOperations {
         guard acceptance.preAuthorization == nil else {
             throw APIError.invalid("acceptance", "offline-acceptance", "offline acceptances are settled with POST /v1/settlements")
         }
+        let request = try body.request.map { text throws(APIError) in
+            try Self.message("request", base64: text) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+        }
+        // Whose payment: the merchant of the request sent along, the business device's own, or else the one whose
+        // request the customer signed.
+        let existing = if let merchant = request?.merchantID ?? (device.accountKind == .merchant ? device.account : nil) {
+            try load(tx, merchant: merchant, acceptance.paymentID)
+        } else {
+            try payments(tx, acceptance.paymentID).first { $0.payment.request.hash == acceptance.requestHash }
+        }
         var stored: StoredPayment
-        if let existing = try load(tx, acceptance.paymentID) {
+        if let existing {
             stored = existing
         } else {
-            guard let requestText = body.request else { throw APIError.notFound("payment") }
-            let request = try Self.message("request", base64: requestText) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
+            guard let request else { throw APIError.notFound("payment") }
             try Self.checkCreated(request, at: now)
             guard request.paymentID == acceptance.paymentID,
                 try merchantKeys(tx, merchant: request.merchantID).contains(where: { key in
@@ -130,7 +141,7 @@ extension LedgerOperations {
     {
         let paymentID = try Self.paymentID(id)
         var stored: StoredPayment
-        if let existing = try load(tx, paymentID) {
+        if let existing = try load(tx, merchant: device.account, paymentID) {
             stored = existing
         } else {
             guard let requestText = body.request else { throw APIError.notFound("payment") }
@@ -144,7 +155,6 @@ extension LedgerOperations {
             stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: request.merchantID, customer: nil)
             try insert(tx, stored, at: now)
         }
-        guard stored.merchant == device.account else { throw APIError.notFound("payment") }
         guard try payer(tx, merchant: stored.merchant, payment: paymentID) == nil || stored.payment.status == .cancelled else {
             throw APIError(LedgerError(.invalidStatus, "payment \(paymentID) was paid"))
         }
@@ -155,17 +165,21 @@ extension LedgerOperations {
         return try resource(stored)
     }
 
-    /// A payment as its merchant, its paying customer, or the operator may see it, whichever path paid it.
-    public func payment(_ tx: any SQLTransaction, id: String, for principal: Principal) throws -> PaymentResource {
+    /// A payment as its merchant, its paying customer, or the operator may see it, whichever path paid it. A
+    /// merchant's device sees its own merchant's payment of the id; a customer who paid that id at several merchants
+    /// (or the operator) names the one it means with `merchant`, and is refused without it.
+    public func payment(_ tx: any SQLTransaction, id: String, merchant: String? = nil, for principal: Principal) throws
+        -> PaymentResource
+    {
         let paymentID = try Self.paymentID(id)
         // Settled offline first: a request the business also created online keeps an open row that the voucher paid.
-        // Another merchant's payment of the same id is not this caller's.
-        if let offline = try settledOffline(tx, paymentID).first(where: { Self.may(principal, see: $0.stored) }) {
-            return resource(offline.stored, receipt: offline.receipt)
+        let offline = try settledOffline(tx, paymentID, merchant: merchant).filter { Self.may(principal, see: $0.stored) }
+        let online = try payments(tx, paymentID, merchant: merchant, lock: false).filter { stored in
+            Self.may(principal, see: stored) && !offline.contains { $0.stored.merchant == stored.merchant }
         }
-        guard let stored = try load(tx, paymentID, lock: false), Self.may(principal, see: stored) else {
-            throw APIError.notFound("payment")
-        }
+        guard offline.count + online.count <= 1 else { throw APIError.merchantRequired(of: id) }
+        if let offline = offline.first { return resource(offline.stored, receipt: offline.receipt) }
+        guard let stored = online.first else { throw APIError.notFound("payment") }
         return try resource(stored)
     }
 
@@ -174,47 +188,50 @@ extension LedgerOperations {
         return device.account == stored.merchant || device.account == stored.customer
     }
 
-    /// The payment's status and when it last changed, for long polls.
-    public func paymentVersion(_ tx: any SQLTransaction, id: String) throws -> String? {
-        try tx.row("SELECT status, updated_at FROM payments WHERE id = ?", [.text(id)]).map { row in
-            "\(try row.text(0))@\(try row.integer(1))"
-        }
-    }
-
     static func paymentID(_ text: String) throws(APIError) -> PaymentID {
         guard let bytes = Hex.decode(text, limit: 16), let id = try? PaymentID(bytes: bytes), id.description == text.lowercased()
         else { throw APIError.notFound("payment") }
         return id
     }
 
-    func load(_ tx: any SQLTransaction, _ id: PaymentID, lock: Bool = true) throws -> StoredPayment? {
-        guard let row = try tx.row(
-            "SELECT merchant, request, acceptance, customer, failure, history FROM payments WHERE id = ?"
-                + (lock ? tx.dialect.forUpdate : ""), [.text(id.description)])
-        else { return nil }
-        do {
-            let request = try PaymentRequest(encoded: try row.blob(1))
-            let acceptance = try row.optionalBlob(2).map { bytes throws(ProtocolError) in try PaymentAcceptance(encoded: bytes) }
-            let failure = row.values[4] == .null ? nil : PaymentErrorCode(rawValue: UInt16(try row.integer(4)))
-            let history = try JSONDecoder().decode([PaymentResource.Change].self, from: Data(try row.blob(5)))
-            return StoredPayment(
-                payment: LedgerPayment(request: request, acceptance: acceptance, failure: failure,
-                    history: history.map { LedgerPayment.Change(status: $0.status, at: Timestamp(millisecondsSince1970: $0.at)) }),
-                merchant: try row.text(0), customer: try row.optionalText(3))
-        } catch let error as ProtocolError {
-            throw StorageError(.corrupt, "payment \(id): \(error)")
+    func load(_ tx: any SQLTransaction, merchant: String, _ id: PaymentID, lock: Bool = true) throws -> StoredPayment? {
+        try payments(tx, id, merchant: merchant, lock: lock).first
+    }
+
+    /// The online payments of `id`, of `merchant` or of every merchant.
+    func payments(_ tx: any SQLTransaction, _ id: PaymentID, merchant: String? = nil, lock: Bool = true) throws -> [StoredPayment] {
+        try tx.rows(
+            "SELECT merchant, request, acceptance, customer, failure, history, hold, transfer FROM payments WHERE id = ?"
+                + (merchant == nil ? " ORDER BY merchant" : " AND merchant = ?") + (lock ? tx.dialect.forUpdate : ""),
+            [.text(id.description)] + (merchant.map { [.text($0)] } ?? []))
+        .map { row in
+            do {
+                let request = try PaymentRequest(encoded: try row.blob(1))
+                let acceptance = try row.optionalBlob(2).map { bytes throws(ProtocolError) in try PaymentAcceptance(encoded: bytes) }
+                let failure = row.values[4] == .null ? nil : PaymentErrorCode(rawValue: UInt16(try row.integer(4)))
+                let history = try JSONDecoder().decode([PaymentResource.Change].self, from: Data(try row.blob(5)))
+                return StoredPayment(
+                    payment: LedgerPayment(request: request, acceptance: acceptance, failure: failure,
+                        history: history.map { LedgerPayment.Change(status: $0.status, at: Timestamp(millisecondsSince1970: $0.at)) },
+                        holdID: try row.text(6), transferID: try row.text(7)),
+                    merchant: try row.text(0), customer: try row.optionalText(3))
+            } catch let error as ProtocolError {
+                throw StorageError(.corrupt, "payment \(id): \(error)")
+            }
         }
     }
 
     func insert(_ tx: any SQLTransaction, _ stored: StoredPayment, at now: Timestamp) throws {
         try tx.run(
             """
-            INSERT INTO payments (id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at, updated_at)
-            VALUES (?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?)
+            INSERT INTO payments (id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at,
+                updated_at, hold, transfer)
+            VALUES (?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?)
             """,
             [.text(stored.payment.request.paymentID.description), .text(stored.merchant), .blob(stored.payment.request.encoded),
              .text(stored.payment.status.rawValue), .blob(try Self.history(stored.payment)),
-             stored.payment.request.expiresAt.sqlValue, now.sqlValue])
+             stored.payment.request.expiresAt.sqlValue, now.sqlValue, .text(stored.payment.holdID),
+             .text(stored.payment.transferID)])
     }
 
     func update(_ tx: any SQLTransaction, _ stored: StoredPayment, at now: Timestamp) throws {
@@ -222,12 +239,12 @@ extension LedgerOperations {
         try tx.run(
             """
             UPDATE payments SET status = ?, acceptance = ?, customer = ?, instrument = ?, failure = ?, history = ?, updated_at = ?
-            WHERE id = ?
+            WHERE merchant = ? AND id = ?
             """,
             [.text(payment.status.rawValue), payment.acceptance.map { .blob($0.encoded) } ?? .null,
              stored.customer.map { .text($0) } ?? .null, payment.acceptance.map { .text($0.instrumentID) } ?? .null,
              payment.failure.map { .integer(Int64($0.rawValue)) } ?? .null, .blob(try Self.history(payment)), now.sqlValue,
-             .text(payment.request.paymentID.description)])
+             .text(stored.merchant), .text(payment.request.paymentID.description)])
     }
 
     static func history(_ payment: LedgerPayment) throws -> [UInt8] {

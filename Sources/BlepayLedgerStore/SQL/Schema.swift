@@ -108,6 +108,24 @@ enum Schema {
         CREATE INDEX double_spends_device ON double_spends (device_key);
         CREATE INDEX double_spends_payment ON double_spends (payment);
         """,
+        // A payment id is its merchant's online too: payments are unique by (merchant, id), not by id alone, so that
+        // another merchant cannot take an id first. Each keeps the names of its hold and transfer (new ones are named
+        // by merchant and id; existing ones keep `hold:{id}` and `pay:{id}`, which their receipts name).
+        """
+        CREATE TABLE payments_v6 (
+            id TEXT NOT NULL, merchant TEXT NOT NULL REFERENCES accounts(id), request BLOB NOT NULL,
+            status TEXT NOT NULL, acceptance BLOB, customer TEXT, instrument TEXT, failure INTEGER,
+            history BLOB NOT NULL, expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+            hold TEXT NOT NULL UNIQUE, transfer TEXT NOT NULL UNIQUE, PRIMARY KEY (merchant, id));
+        INSERT INTO payments_v6
+            (id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at, updated_at, hold, transfer)
+            SELECT id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at, updated_at,
+                'hold:' || id, 'pay:' || id FROM payments;
+        DROP TABLE payments;
+        ALTER TABLE payments_v6 RENAME TO payments;
+        CREATE INDEX payments_open ON payments (expires_at) WHERE status = 'authorization_required';
+        CREATE INDEX payments_id ON payments (id);
+        """,
     ]
 
     /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers and bytes differently.
