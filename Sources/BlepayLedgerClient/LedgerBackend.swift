@@ -17,9 +17,9 @@ public struct LedgerBackend: PaymentLedger {
         }
     }
 
-    public func status(of paymentID: PaymentID) async -> LedgerOutcome {
+    public func status(of paymentID: PaymentID, merchant: String?) async -> LedgerOutcome {
         do {
-            return try outcome(try await client.payment(paymentID))
+            return try outcome(try await client.payment(paymentID, merchant: merchant))
         } catch {
             return outcome(error)
         }

@@ -52,7 +52,7 @@ public final class InMemoryLedger: PaymentLedger {
         }
     }
 
-    public func status(of paymentID: PaymentID) async -> LedgerOutcome {
+    public func status(of paymentID: PaymentID, merchant: String?) async -> LedgerOutcome {
         state.withLock { state in
             state.executed[paymentID].map { .executed($0) } ?? .notExecuted(PaymentError(.notFound))
         }

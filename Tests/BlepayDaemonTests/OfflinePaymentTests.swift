@@ -44,6 +44,8 @@ import Testing
         let reachability: LedgerReachability
         let bus: TestBus
         let shop: SignalQueue
+        /// The customer's control API's signals: the ledger's verdicts on its copies.
+        let phoneSignals: SignalQueue
         let wallet: Recorder<CustomerEvent>
 
         static func with<T>(
@@ -98,6 +100,8 @@ import Testing
             }
             let shop = SignalQueue(try await app.signals(
                 matching: DBusMatchRule(interface: ControlAPI.businessInterface, member: ControlAPI.eventSignal)))
+            let phoneSignals = SignalQueue(try await app.signals(
+                matching: DBusMatchRule(interface: ControlAPI.customerInterface, member: ControlAPI.eventSignal)))
             let reachability = LedgerReachability(
                 ledger: customer.client, logger: testLogger, meaning: (reachable: "reachable", unreachable: "unreachable"))
             let customerQueue = SettlementQueue(store: try DaemonStore(path: scratchFile("customer-state.sqlite")))
@@ -134,7 +138,8 @@ import Testing
             defer { network.shutdown() }
             return try await body(Shop(
                 merchant: merchant, customer: customer, card: card, vouchers: vouchers, queue: queue, denyLists: denyLists, customerQueue: customerQueue, businessPayments: payments, settlement: settlement,
-                business: business, phone: phone, reachability: reachability, bus: bus, shop: shop, wallet: wallet))
+                business: business, phone: phone, reachability: reachability, bus: bus, shop: shop,
+                phoneSignals: phoneSignals, wallet: wallet))
         }
 
         /// Opens a request of 25.50 EUR and has the customer accept it with a 1.00 tip once shown; returns its id.
@@ -264,6 +269,10 @@ import Testing
                 try await eventually("the customer's copy settled", within: .seconds(20)) {
                     (try? shop.customerQueue.outcome(of: id)) == .settled
                 }
+                // The customer's app hears the ledger's verdict as the business's would, with the ledger's receipt.
+                let settled = try await shop.phoneSignals.next(.settled, timeout: .seconds(10))
+                #expect(settled.paymentID == id.description && settled.details.receiptStatus == "settled")
+                #expect(settled.details.transactionID != nil && settled.details.amount == 2550 && settled.details.tip == 100)
                 #expect(try shop.queue.outcome(of: id) == nil)
                 #expect(try await shop.merchantBalance(ledger) == 2650)
                 #expect(try await ledger.server.audit().isEmpty)

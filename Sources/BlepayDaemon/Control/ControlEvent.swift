@@ -16,7 +16,8 @@ public struct ControlEvent: Sendable, Hashable, Codable {
         case cancelled
         // The business's.
         case offered, declined, customerRefused, accepted, acceptanceRefused, outcomePending, finished, failed, expired
-        /// The business's, for a payment it finished offline (`receipt_status` pendingSettlement): the ledger's verdict.
+        /// Either side's, for a payment finished offline (`receipt_status` pendingSettlement) that it keeps: the
+        /// ledger's verdict. Outside the customer's SDK sequence, as `outcomeFound`.
         case settled, settlementRefused
     }
 

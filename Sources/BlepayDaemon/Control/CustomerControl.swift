@@ -55,9 +55,27 @@ public enum CustomerControl {
         receiving.handle = handle
         // The daemon may have started receiving before the object was exported.
         await receiving.update(service)
+        let (signals, relay) = AsyncStream<ControlEvent>.makeStream()
+        async let relayed: Void = relayEvents(of: service, settlement, into: relay)
         try await ControlAPI.serve(
-            handle, as: name, on: connection, interface: ControlAPI.customerInterface, events: service.events,
-            signal: { ControlEvent($0).signalArguments }, logger: logger, ready: ready)
+            handle, as: name, on: connection, interface: ControlAPI.customerInterface, events: signals,
+            signal: \.signalArguments, logger: logger, ready: ready)
+        await relayed
+    }
+
+    /// The service's events, and the ledger's verdicts (`settled`, `settlementRefused`) on the copies this customer
+    /// keeps, as the business signals its own; until the service's events end.
+    private static func relayEvents(
+        of service: CustomerService, _ settlement: OfflineSettlement?, into relay: AsyncStream<ControlEvent>.Continuation
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            if let settlement {
+                group.addTask { for await verdict in settlement.events { relay.yield(ControlEvent(verdict)) } }
+            }
+            for await event in service.events { relay.yield(ControlEvent(event)) }
+            group.cancelAll()
+        }
+        relay.finish()
     }
 
     /// Keeps the `Receiving` property in step with the service.

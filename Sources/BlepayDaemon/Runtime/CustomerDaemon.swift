@@ -51,11 +51,10 @@ public enum CustomerDaemon {
                 let online: Capabilities = await reachability.probe() ? .online : []
                 advertised.set(online.union(vouchers.holdsUsable() ? .preAuthorization : []))
             },
-            // Its verdicts are logged; the customer's events are the reference SDK's, which have no settlement.
+            // Its verdicts are signalled by the control API, as the business's are.
             LinkService(name: "SettlementService") {
                 await withDiscardingTaskGroup { group in
                     group.addTask { await settlement.run() }
-                    group.addTask { for await _ in settlement.events {} }
                     group.addTask { for await _ in settlement.newDenyLists {} }
                 }
             },

@@ -148,7 +148,7 @@ public actor BusinessDriver {
             ledgerAnswered(request.paymentID, await ledger.execute(request, acceptance))
         case .lookUp(let id, let pause):
             guard (try? await Task.sleep(for: pause)) != nil else { return }
-            ledgerAnswered(id, await ledger.status(of: id))
+            ledgerAnswered(id, await ledger.status(of: id, merchant: nil))
         case .cancel(let id):
             await ledger.cancel(id)
         case .queue(let request, let acceptance):

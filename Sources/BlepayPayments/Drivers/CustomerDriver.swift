@@ -128,7 +128,7 @@ public actor CustomerDriver {
             ledgerAnswered(request.paymentID, await ledger.execute(request, acceptance))
         case .lookUp(let id, let pause):
             guard let ledger, (try? await Task.sleep(for: pause)) != nil else { return }
-            ledgerAnswered(id, await ledger.status(of: id))
+            ledgerAnswered(id, await ledger.status(of: id, merchant: machine.snapshot(of: id)?.request.merchantID))
         case .keep(let request, let acceptance):
             // What the business kept is the customer's copy: a refusal here changes nothing on the payment.
             _ = await settlement?.keep(request, acceptance)
