@@ -143,10 +143,11 @@ struct PaymentRigTests {
         #expect(Self.kinds(customer, second) == [.receivedPayment, .finishedPayment])
         #expect(finished(business, .finished, second)?.details.receiptStatus == "settled")
         #expect(try run.text("a.customer.log").contains("the ledger is unreachable; an offline business's payments are made under a pre-authorization"))
-        // Both cut off: pending on both sides, then settled by the business once back.
+        // Both cut off: pending on both sides, then settled once back; each side hears the ledger's verdict on its copy.
         let third = try run.text("both-offline.id")
-        #expect(Self.kinds(customer, third) == [.receivedPayment, .finishedPayment])
+        #expect(Self.kinds(customer, third) == [.receivedPayment, .finishedPayment, .settled])
         #expect(finished(customer, .finishedPayment, third)?.details.receiptStatus == "pendingSettlement")
+        #expect(finished(customer, .settled, third)?.details.receiptStatus == "settled")
         #expect(Self.kinds(business, third).suffix(3) == [.accepted, .finished, .settled])
         #expect(finished(business, .finished, third)?.details.receiptStatus == "pendingSettlement")
         #expect(finished(business, .settled, third)?.details.receiptStatus == "settled")
