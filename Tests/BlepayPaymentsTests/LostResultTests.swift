@@ -11,14 +11,20 @@ import Testing
     var id: PaymentID { r.paymentID }
     let a1 = Fixture.acceptance(of: Fixture.request(1), tip: 100)
 
-    /// A customer that accepted `r` over `p1` and lost that link before the result.
-    func customerWhoLostTheResult() throws -> CustomerMachine {
+    /// A customer that accepted `r` over `p1` and is waiting for the result.
+    func customerWhoAccepted() throws -> CustomerMachine {
         var m = CustomerMachine()
         m.start()
         _ = m.connected(p1, Fixture.session)
         _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
         _ = try m.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100))
         #expect(m.acceptanceSigned(a1) == [.send(p1, .paymentAcceptance(a1))])
+        return m
+    }
+
+    /// A customer that accepted `r` over `p1` and lost that link before the result.
+    func customerWhoLostTheResult() throws -> CustomerMachine {
+        var m = try customerWhoAccepted()
         #expect(m.disconnected(p1).events == [
             .error(p1, id, PaymentError(.outcomeUnknown, "disconnected after accepting; look the payment up by its id")),
             .disconnected(p1),
@@ -105,12 +111,7 @@ extension LostResultTests {
     /// The ledger is asked too: a settled receipt for this acceptance, or a refusal, is the outcome; a payment it
     /// does not know yet is left to the business; an unknown answer is asked again, a bounded number of times.
     @Test func theLedgerIsAskedByPaymentIDAndItsAnswerIsTheOutcome() throws {
-        var m = CustomerMachine()
-        m.start()
-        _ = m.connected(p1, Fixture.session)
-        _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
-        _ = try m.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100))
-        _ = m.acceptanceSigned(a1)
+        var m = try customerWhoAccepted()
         #expect(m.disconnected(p1).contains(.lookUpStatus(id)))
         for _ in 0..<CustomerMachine.maximumLookUps { #expect(m.ledgerAnswered(id, .unknown("unreachable")) == [.lookUpStatus(id)]) }
         #expect(m.ledgerAnswered(id, .unknown("unreachable")).isEmpty)
@@ -124,12 +125,7 @@ extension LostResultTests {
     }
 
     @Test func aBusinessSilentPastTheGraceIsAskedForTheResultToo() throws {
-        var m = CustomerMachine()
-        m.start()
-        _ = m.connected(p1, Fixture.session)
-        _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
-        _ = try m.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100))
-        _ = m.acceptanceSigned(a1)
+        var m = try customerWhoAccepted()
         let late = Fixture.later(Fixture.lifetime + CustomerMachine.answerGraceMilliseconds)
         #expect(m.tick(at: late) == [
             .emit(.error(p1, id, PaymentError(.outcomeUnknown, "no final answer; look the payment up by its id"))),

@@ -112,20 +112,7 @@ extension OtherPaid: FieldCodable {
     init(fields r: inout FieldReader) throws(ProtocolError) { self.init(paymentID: try r.paymentID(1)) }
 }
 
-extension GoAhead: FieldCodable {
-    static let isSigned = false
-
-    func encodeFields(into w: inout FieldWriter) {
-        w.bytes(1, paymentID.bytes)
-        w.bytes(2, acceptanceHash.bytes)
-    }
-
-    init(fields r: inout FieldReader) throws(ProtocolError) {
-        self.init(paymentID: try r.paymentID(1), acceptanceHash: try r.fixed(2, "acceptance hash"))
-    }
-}
-
-extension ResultQuery: FieldCodable {
+extension AcceptanceReference: FieldCodable {
     static let isSigned = false
 
     func encodeFields(into w: inout FieldWriter) {

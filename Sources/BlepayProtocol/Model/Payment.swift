@@ -129,12 +129,12 @@ public struct PaymentResult: Sendable, Hashable {
     }
 }
 
-/// Business → customer, for an offline request: the business chose this customer's acceptance, the one whose hash it
-/// names, and asks the customer, who can reach the ledger, to execute it and return the ledger's receipt. A customer
-/// never executes an offline request without it, so that only one customer pays.
-public struct GoAhead: Sendable, Hashable {
+/// One customer's acceptance of a payment, named by its hash: the body of two messages. Only the customer and the
+/// business hold the acceptance (it travelled encrypted), so its hash identifies the customer to the business and
+/// the acceptance to the customer.
+public struct AcceptanceReference: Sendable, Hashable {
     public let paymentID: PaymentID
-    /// SHA-256 of the chosen acceptance's encoding.
+    /// SHA-256 of the acceptance's encoding.
     public let acceptanceHash: Hash32
 
     public init(paymentID: PaymentID, acceptanceHash: Hash32) {
@@ -142,20 +142,15 @@ public struct GoAhead: Sendable, Hashable {
         self.acceptanceHash = acceptanceHash
     }
 }
+
+/// Business → customer, for an offline request: the business chose this customer's acceptance and asks the
+/// customer, who can reach the ledger, to execute it and return the ledger's receipt. A customer never executes an
+/// offline request without it, so that only one customer pays.
+public typealias GoAhead = AcceptanceReference
 
 /// Customer → business, in a new session: the customer accepted this payment and lost the link before its result.
-/// The acceptance's hash proves it is the same customer (only it and the business hold the acceptance, sent
-/// encrypted); the business answers with the payment's `PaymentResult` once it has one, and with nothing otherwise.
-public struct ResultQuery: Sendable, Hashable {
-    public let paymentID: PaymentID
-    /// SHA-256 of the customer's acceptance's encoding.
-    public let acceptanceHash: Hash32
-
-    public init(paymentID: PaymentID, acceptanceHash: Hash32) {
-        self.paymentID = paymentID
-        self.acceptanceHash = acceptanceHash
-    }
-}
+/// The business answers with the payment's `PaymentResult` once it has one, and with nothing otherwise.
+public typealias ResultQuery = AcceptanceReference
 
 /// Sent to every customer but the winner once another customer paid the request.
 public struct OtherPaid: Sendable, Hashable {
