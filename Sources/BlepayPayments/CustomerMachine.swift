@@ -158,8 +158,7 @@ public struct CustomerMachine: Sendable {
         let peer = payment.peer
         switch outcome {
         case .executed(let receipt):
-            guard receipt.status == .settled, receipt.paymentID == id, receipt.amount == acceptance.amount,
-                receipt.tipMinorUnits == acceptance.tipMinorUnits, receipt.payerKey == acceptance.customerKey,
+            guard Self.settles(receipt, id, acceptance),
                 let result = try? PaymentResult(paymentID: id, outcome: .finished(receipt))
             else { return [.lookUpStatus(id)] }
             payments[id]?.receipt = receipt
@@ -183,9 +182,7 @@ public struct CustomerMachine: Sendable {
     ) -> [CustomerAction] {
         switch outcome {
         case .executed(let receipt):
-            guard receipt.status == .settled, receipt.paymentID == id, receipt.amount == acceptance.amount,
-                receipt.tipMinorUnits == acceptance.tipMinorUnits, receipt.payerKey == acceptance.customerKey
-            else { return [] }
+            guard Self.settles(receipt, id, acceptance) else { return [] }
             payments[id]?.receipt = receipt
             payments[id]?.phase = .ended(.finished)
             return [.emit(.outcomeFound(payment.peer, id, .success(receipt)))]
@@ -198,6 +195,12 @@ public struct CustomerMachine: Sendable {
         case .notExecuted, .unknown:
             return []
         }
+    }
+
+    /// Whether the ledger's receipt settles payment `id` as this customer accepted it: its payer and total.
+    private static func settles(_ receipt: Receipt, _ id: PaymentID, _ acceptance: PaymentAcceptance) -> Bool {
+        receipt.status == .settled && receipt.paymentID == id && receipt.amount == acceptance.amount
+            && receipt.tipMinorUnits == acceptance.tipMinorUnits && receipt.payerKey == acceptance.customerKey
     }
 
     /// The customer accepts a shown payment. Amount and currency must be the request's; the tip is added on top.

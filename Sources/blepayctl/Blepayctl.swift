@@ -214,8 +214,7 @@ struct Payments: AsyncParsableCommand {
 
     func run() async throws {
         let control = try await global.connect()
-        let reply = try await control.call(try await role.role(control), "ListPayments")
-        for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try ControlPayment(dbus: value)) }
+        try await control.printEach(try await role.role(control), "ListPayments", ControlPayment.init(dbus:))
     }
 }
 

@@ -67,6 +67,14 @@ struct Control {
 
     func print(_ line: some OutputLine) { print(line, text: line.text) }
 
+    /// Calls `member`, whose answer is an array of records, and prints each as `read` makes it a line.
+    func printEach<Line: OutputLine>(
+        _ role: DaemonConfiguration.Role, _ member: String, _ read: (DBusValue) throws(DBusError) -> Line
+    ) async throws {
+        let reply = try await call(role, member)
+        for value in try reply.arguments[0].decode([DBusValue].self) { print(try read(value)) }
+    }
+
     /// Writes one line at once, unbuffered, so that `watch` into a pipe or file shows each event as it happens.
     func print(_ object: some Encodable, text: String) {
         var line = Data(text.utf8)

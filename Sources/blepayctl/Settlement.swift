@@ -56,8 +56,7 @@ struct Settlement: AsyncParsableCommand {
 
         func run() async throws {
             let control = try await global.connect()
-            let reply = try await control.call(try await role.role(control), "ListSettlements")
-            for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try ControlSettlement(dbus: value)) }
+            try await control.printEach(try await role.role(control), "ListSettlements", ControlSettlement.init(dbus:))
         }
     }
 }

@@ -41,8 +41,7 @@ struct Voucher: AsyncParsableCommand {
 
         func run() async throws {
             let control = try await global.connect()
-            let reply = try await control.call(.customer, "ListVouchers")
-            for value in try reply.arguments[0].decode([DBusValue].self) { control.print(try ControlVoucher(dbus: value)) }
+            try await control.printEach(.customer, "ListVouchers", ControlVoucher.init(dbus:))
         }
     }
 

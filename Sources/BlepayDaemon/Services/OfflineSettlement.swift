@@ -77,17 +77,18 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
 
     /// What waits for the ledger now, and whether the ledger answered the last call.
     public func status() throws(PaymentError) -> (waiting: SettlementQueue.Summary, ledgerReachable: Bool) {
-        do {
-            return (try queue.summary(), reachability.isReachable)
-        } catch {
-            throw PaymentError(.unexpected, "the state file failed: \(error)")
-        }
+        (try stored { () throws(QueueError) in try queue.summary() }, reachability.isReachable)
     }
 
     /// Each payment still waiting, then the latest the ledger decided.
     public func entries() throws(PaymentError) -> [SettlementQueue.Entry] {
+        try stored { () throws(QueueError) in try queue.entries() }
+    }
+
+    /// What the state file answers; its failure as the control API reports it.
+    private func stored<T>(_ read: () throws(QueueError) -> T) throws(PaymentError) -> T {
         do {
-            return try queue.entries()
+            return try read()
         } catch {
             throw PaymentError(.unexpected, "the state file failed: \(error)")
         }

@@ -114,8 +114,7 @@ extension Receipt {
         guard status == .pendingSettlement, let merchantSignature,
             isValidSignature(merchantSignature, of: signingBytes, by: certificate.signingKey)
         else { throw ProtocolError(.invalidSignature, "the acknowledgement is not signed by the merchant") }
-        guard paymentID == request.paymentID, merchantID == request.merchantID, merchantID == certificate.merchantID,
-            payerKey == acceptance.customerKey, amount == acceptance.amount, tipMinorUnits == acceptance.tipMinorUnits
+        guard names(request, acceptance), merchantID == certificate.merchantID
         else { throw ProtocolError(.invalidValue, "the acknowledgement is for another payment, merchant, payer or total") }
     }
 
@@ -130,9 +129,14 @@ extension Receipt {
         guard let key = keys.key(id: ledgerKeyID), isValidSignature(ledgerSignature, of: signingBytes, by: key) else {
             throw ProtocolError(.invalidSignature, "the receipt is not signed by a trusted ledger key")
         }
-        guard paymentID == request.paymentID, merchantID == request.merchantID, payerKey == acceptance.customerKey,
-            amount == acceptance.amount, tipMinorUnits == acceptance.tipMinorUnits
+        guard names(request, acceptance)
         else { throw ProtocolError(.invalidValue, "the receipt is for another payment, merchant, payer or total") }
+    }
+
+    /// Whether it is for `acceptance` of `request`: its payment and merchant, the acceptance's payer and total.
+    private func names(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) -> Bool {
+        paymentID == request.paymentID && merchantID == request.merchantID && payerKey == acceptance.customerKey
+            && amount == acceptance.amount && tipMinorUnits == acceptance.tipMinorUnits
     }
 }
 
