@@ -38,6 +38,9 @@ public enum BusinessAction: Sendable, Hashable {
     /// Keep this acceptance, checked offline under its pre-authorization, for settlement once the ledger is back.
     /// Asked at most once per payment; answered as an execution is, with a pending receipt.
     case queue(PaymentRequest, PaymentAcceptance)
+    /// Read back what was kept for settlement under the query's payment id, which this machine no longer holds (the
+    /// daemon restarted since), to answer the customer who asks (`recalled`).
+    case recall(ResultQuery, from: PeerID)
 }
 
 /// The ledger's answer to an execution or a status look-up.

@@ -319,13 +319,27 @@ public struct BusinessMachine: Sendable {
     /// (which only it and this business hold). It gets the result if there is one; while the ledger has not answered,
     /// the result will go to this connection instead of the lost one. Anyone else is not answered.
     private mutating func answer(_ query: ResultQuery, from peer: PeerID) -> [BusinessAction] {
-        guard let payment = payments[query.paymentID] else { return [] }
+        // A payment no longer held here may have been kept for settlement before a restart: it is on disk.
+        guard let payment = payments[query.paymentID] else { return offline == nil ? [] : [.recall(query, from: peer)] }
         if let result = payment.result, result.acceptanceHash == query.acceptanceHash { return [.send(peer, result.message)] }
         guard case .executing(let winner, let acceptance, let pending) = payment.phase,
             acceptance.hash == query.acceptanceHash, peers[winner] == nil
         else { return [] }
         payments[query.paymentID]?.phase = .executing(winner: peer, acceptance: acceptance, pending: pending)
         return []
+    }
+
+    /// What was kept for settlement under a queried payment id, with the merchant's acknowledgement signed again:
+    /// the kept payment's result is sent to the asker if it holds that acceptance, as before the restart.
+    public func recalled(_ kept: KeptPayment, acknowledgement: Receipt, for query: ResultQuery, from peer: PeerID)
+        -> [BusinessAction]
+    {
+        guard peers[peer] != nil, payments[query.paymentID] == nil, kept.request.paymentID == query.paymentID,
+            kept.acceptance.hash == query.acceptanceHash, acknowledgement.paymentID == query.paymentID,
+            acknowledgement.status == .pendingSettlement,
+            let result = try? PaymentResult(paymentID: query.paymentID, outcome: .finished(acknowledgement))
+        else { return [] }
+        return [.send(peer, .paymentResult(result))]
     }
 
     /// The winner of an offline request reports how its execution went. A receipt counts only if it verifies with

@@ -80,6 +80,13 @@ import Testing
         ])
         #expect(entries.first?.acceptance == pairs[2].1)
         #expect(try queue().entries(ended: 1).count == 2)
+
+        // One payment read back by id, from a new process, whatever its state: what a result is given again from.
+        let settled = try #require(try queue().entry(of: ids[0]))
+        #expect(settled.request == pairs[0].0 && settled.acceptance == pairs[0].1)
+        #expect(settled.queuedAt == f.now && settled.state == .ended(.settled, at: f.later(minutes: 4)))
+        #expect(try queue().entry(of: ids[2])?.state == .waiting)
+        #expect(try queue().entry(of: .random()) == nil)
     }
 
     @Test func aPaymentIsKeptOnceAndAnotherAcceptanceOfItIsRefused() throws {

@@ -215,6 +215,11 @@ import Testing
                     #expect(ended.map(\.paymentID) == [id.description] && ended.first?.state == "settled")
                     #expect(ended.first?.details.endedAt != nil && ended.first?.details.code == nil)
                 }
+                // What the business gives a customer who lost this result, after a restart: the pair it kept.
+                let kept = try #require(await shop.settlement.kept(id))
+                #expect(kept.request.paymentID == id && kept.acceptance.total.minorUnits == 2650)
+                #expect(kept.acceptance.customerKey == shop.customer.key.publicKey)
+                #expect(await shop.settlement.kept(.random()) == nil)
                 #expect(try await shop.merchantBalance(ledger) == 2650)
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(try await shop.merchantBalance(ledger) == 2650)

@@ -105,6 +105,48 @@ import Testing
         #expect(await customer.snapshot(of: id)?.status == .finished)
         #expect(ledger.executionCount == 1)
     }
+
+    /// A business restarted after keeping an offline payment whose result its customer never got: asked for it by
+    /// the customer's new link, it reads the payment back from its queue and answers with its signed acknowledgement.
+    @Test func aBusinessRestartedAnswersAResultQueryFromWhatItKept() async throws {
+        let network = InMemoryNetwork(certificate: Fixture.certificate)
+        let watchdog = network.watchdog(after: .seconds(60))
+        defer { watchdog.cancel() }
+        let request = Fixture.request(7)
+        let acceptance = Fixture.acceptance(of: request, tip: 50)
+        let kept = KeptPayment(request: request, acceptance: acceptance, keptAt: Fixture.later(1_000))
+        let policy = OfflinePolicy(trusted: TrustedLedgerKeys([]), currency: Fixture.eur, maximumPaymentMinorUnits: 5_000)
+        let business = BusinessDriver(
+            transport: network.business, ledger: InMemoryLedger(), signer: PassThrough(),
+            offline: .init(policy: policy, queue: Kept([kept])) { false },
+            merchant: .init(id: Fixture.certificate.merchantID, name: "Shop"), clock: { Fixture.later(60_000) })
+        Task { await business.run() }
+        let (customer, peer) = network.connectCustomer()
+        var heard = customer.events.makeAsyncIterator()
+        guard case .connected(peer, _)? = await heard.next() else {
+            Issue.record("expected the link first")
+            return
+        }
+        customer.send(.resultQuery(ResultQuery(paymentID: request.paymentID, acceptanceHash: acceptance.hash)), to: peer)
+        let answer = await heard.next()
+        guard case .received(peer, .paymentResult(let result))? = answer, case .finished(let receipt) = result.outcome else {
+            Issue.record("expected the kept payment's result, got \(String(describing: answer))")
+            return
+        }
+        #expect(result.paymentID == request.paymentID)
+        // The acknowledgement the business gave when it kept the payment, signed again: it verifies as that did.
+        #expect(receipt.status == .pendingSettlement && receipt.issuedAt == kept.keptAt)
+        #expect(throws: Never.self) { try receipt.verifyAcknowledgement(of: request, acceptance, by: Fixture.certificate) }
+        network.shutdown()
+    }
+}
+
+/// What a business kept for settlement before it restarted.
+struct Kept: OfflineQueue {
+    let payments: [KeptPayment]
+    init(_ payments: [KeptPayment]) { self.payments = payments }
+    func keep(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> PaymentError? { PaymentError(.unexpected) }
+    func kept(_ id: PaymentID) async -> KeptPayment? { payments.first { $0.request.paymentID == id } }
 }
 
 struct PassThrough: RequestSigner, AcceptanceSigner {

@@ -82,6 +82,30 @@ import Testing
         #expect(m.snapshot(of: id)?.receipt?.status == .pendingSettlement)
     }
 
+    @Test func afterARestartTheWinnerWhoLostTheResultGetsItFromWhatWasKept() throws {
+        let a1 = acceptance()
+        let query = ResultQuery(paymentID: id, acceptanceHash: a1.hash)
+        // A business that restarted: it holds no payment in memory, and the customer asks over a new link.
+        var m = BusinessMachine(verifier: Verifier(), offline: policy())
+        _ = m.connected(p1, Fixture.session, at: Fixture.later(330_000))
+        _ = m.connected(p2, Fixture.session, at: Fixture.later(330_000))
+        #expect(m.receive(.resultQuery(query), from: p1, at: Fixture.later(330_000)) == [.recall(query, from: p1)])
+        let kept = KeptPayment(request: r, acceptance: a1, keptAt: Fixture.later(301_500))
+        let pending = try Receipt.pending(r, a1, at: kept.keptAt, signedBy: Fixture.merchantKey)
+        #expect(m.recalled(kept, acknowledgement: pending, for: query, from: p1)
+            == [.send(p1, .paymentResult(try PaymentResult(paymentID: id, outcome: .finished(pending))))])
+        // Only the holder of that acceptance is answered, only over a live link, only with a pending receipt.
+        let guess = ResultQuery(paymentID: id, acceptanceHash: Fixture.hash)
+        #expect(m.recalled(kept, acknowledgement: pending, for: guess, from: p2).isEmpty)
+        #expect(m.recalled(kept, acknowledgement: Fixture.receipt(for: a1), for: query, from: p1).isEmpty)
+        _ = m.disconnected(p1)
+        #expect(m.recalled(kept, acknowledgement: pending, for: query, from: p1).isEmpty)
+        // A business that takes nothing offline kept nothing: there is nothing to read back.
+        var online = BusinessMachine(verifier: Verifier())
+        _ = online.connected(p1, Fixture.session, at: Fixture.later(330_000))
+        #expect(online.receive(.resultQuery(query), from: p1, at: Fixture.later(330_000)).isEmpty)
+    }
+
     @Test func aPaymentTheQueueRefusesStaysOpenForTheOthers() throws {
         var m = try open(policy())
         _ = m.receive(.paymentAcceptance(acceptance()), from: p1, at: Fixture.later(301_000))

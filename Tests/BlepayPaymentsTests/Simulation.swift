@@ -208,6 +208,8 @@ struct Simulation {
             case .lookUpStatus(let id): lookingUp.insert(id)
             // Every request here is online: one kept for offline settlement would be paid a second way.
             case .queue(_, let acceptance): executedAgain.append(acceptance.paymentID)
+            // Nothing is kept offline here, so nothing is read back: asking would be a machine fault.
+            case .recall(let query, _): executedAgain.append(query.paymentID)
             }
         }
     }

@@ -75,6 +75,15 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         }
     }
 
+    public func kept(_ id: PaymentID) async -> KeptPayment? {
+        do {
+            return try queue.entry(of: id).map { KeptPayment(request: $0.request, acceptance: $0.acceptance, keptAt: $0.queuedAt) }
+        } catch {
+            logger.error("the settlement queue could not be read", metadata: ["payment": "\(id)", "error": "\(error)"])
+            return nil
+        }
+    }
+
     /// What waits for the ledger now, and whether the ledger answered the last call.
     public func status() throws(PaymentError) -> (waiting: SettlementQueue.Summary, ledgerReachable: Bool) {
         (try stored { () throws(QueueError) in try queue.summary() }, reachability.isReachable)

@@ -67,7 +67,22 @@ public struct OfflinePolicy: Sendable {
 
 /// Where a business keeps what it accepted offline until the ledger settles it. `keep` returns once the payment is
 /// durable (nil), or why it was not kept: the merchant's limits on what may wait are reached, or the payment is
-/// kept with another acceptance.
+/// kept with another acceptance. `kept` reads a payment back, so that a result can be given again after a restart.
 public protocol OfflineQueue: Sendable {
     func keep(_ request: PaymentRequest, _ acceptance: PaymentAcceptance) async -> PaymentError?
+    /// The payment kept under this id (waiting or decided), or nil: none is, or the store cannot be read.
+    func kept(_ id: PaymentID) async -> KeptPayment?
+}
+
+/// A payment as it was kept for settlement: the signed pair, and when it was kept.
+public struct KeptPayment: Sendable, Hashable {
+    public let request: PaymentRequest
+    public let acceptance: PaymentAcceptance
+    public let keptAt: Timestamp
+
+    public init(request: PaymentRequest, acceptance: PaymentAcceptance, keptAt: Timestamp) {
+        self.request = request
+        self.acceptance = acceptance
+        self.keptAt = keptAt
+    }
 }

@@ -19,6 +19,7 @@ public actor BusinessDriver {
         case lookUp(PaymentID, after: Duration)
         case cancel(PaymentID)
         case queue(PaymentRequest, PaymentAcceptance)
+        case recall(ResultQuery, from: PeerID)
     }
 
     private var machine: BusinessMachine
@@ -159,6 +160,11 @@ public actor BusinessDriver {
             // Once kept on disk the payment is the customer's signed promise, settled when the ledger is back.
             let refusal = await offline.queue.keep(request, acceptance)
             ledgerAnswered(id, refusal.map { .notExecuted($0) } ?? .executed(receipt))
+        case .recall(let query, let peer):
+            guard let kept = await offline?.queue.kept(query.paymentID),
+                let receipt = try? signer.acknowledge(kept.request, kept.acceptance, at: kept.keptAt)
+            else { return }
+            perform(machine.recalled(kept, acknowledgement: receipt, for: query, from: peer))
         }
     }
 
@@ -182,6 +188,8 @@ public actor BusinessDriver {
                 jobs.continuation.yield(.execute(request, acceptance))
             case .queue(let request, let acceptance):
                 jobs.continuation.yield(.queue(request, acceptance))
+            case .recall(let query, let peer):
+                jobs.continuation.yield(.recall(query, from: peer))
             case .lookUpStatus(let id):
                 jobs.continuation.yield(.lookUp(id, after: lookUps.next(id)))
             }
