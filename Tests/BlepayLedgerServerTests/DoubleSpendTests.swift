@@ -79,7 +79,7 @@ import Testing
                 try tx.run("DELETE FROM double_spends WHERE payment = ?", [.text(overlapping.0.paymentID.description)])
             }
             #expect(try await ledger.server.audit()
-                == ["payment \(overlapping.0.paymentID) was refused as a double spend without a stored proof"])
+                == ["payment \(overlapping.0.paymentID) of merchant \(cafe.account.id) was refused as a double spend without a stored proof"])
         }
     }
 

@@ -153,4 +153,52 @@ import Testing
             #expect(try await ledger.server.audit() == [])
         }
     }
+
+    /// Two merchants' payments of one id are refused as double spends: the audit looks for each proof at its own
+    /// merchant's payment, so one merchant's proof does not stand for the other's, whether the stored answer names the
+    /// merchant or (stored before answers did) the business device that settled it does.
+    @Test(arguments: StorageKind.allCases)
+    func theAuditLooksForEachDoubleSpendsProofAtItsOwnMerchant(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let bakery = try await ledger.merchant("Bakery")
+            let alice = try await ledger.customer(balance: 10_000)
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let id = try PaymentID(bytes: Array(repeating: 0x44, count: 16))
+
+            // Alice reuses her first use of the voucher at both merchants, for their payments of one id.
+            let first = try voucher.pay(try ledger.request(by: cafe, amount: 1_000, online: false), sequence: 1, spentBefore: 0)
+            let atCafe = try voucher.pay(try ledger.request(by: cafe, id: id, amount: 700, online: false), sequence: 1, spentBefore: 1_000)
+            let atBakery = try voucher.pay(
+                try ledger.request(by: bakery, id: id, amount: 500, online: false), sequence: 1, spentBefore: 1_700)
+            #expect(try await cafe.client.settle([first, atCafe], operation: "batch-1").results.map(\.result) == [.settled, .sequenceReused])
+            let refused = try await bakery.client.settle([atBakery], operation: "batch-1").results
+            #expect(refused.map(\.result) == [.sequenceReused] && refused.map(\.merchantId) == [bakery.account.id])
+            // Alice brings it too: her device's answer names the bakery as well.
+            #expect(try await alice.client.settle([atBakery], operation: "batch-1").results == refused)
+            #expect(Set(try await ledger.admin.doubleSpends().map(\.merchantId)) == [cafe.account.id, bakery.account.id])
+            #expect(try await ledger.server.audit() == [])
+
+            // The bakery's proof is gone (and with it the block it justified): the café's does not stand for it.
+            try await ledger.storage.storage.write { tx in
+                try tx.run("DELETE FROM double_spends WHERE merchant = ?", [.text(bakery.account.id)])
+            }
+            let missing = ["payment \(id) of merchant \(bakery.account.id) was refused as a double spend without a stored proof"]
+            #expect(try await ledger.server.audit() == missing)
+
+            // Answers stored before they named their merchant: the merchant is the settling business device's (Alice's
+            // device's answer can only be matched by her key, which the café's proof is against too).
+            try await ledger.storage.storage.write { tx in
+                for row in try tx.rows("SELECT principal, key, response FROM idempotency_keys", []) {
+                    guard var answer = try JSONSerialization.jsonObject(with: Data(try row.blob(2))) as? [String: Any],
+                        let items = answer["results"] as? [[String: Any]]
+                    else { continue }
+                    answer["results"] = items.map { item in item.filter { $0.key != "merchantId" } }
+                    try tx.run("UPDATE idempotency_keys SET response = ? WHERE principal = ? AND key = ?",
+                        [.blob(Array(try JSONSerialization.data(withJSONObject: answer))), row.values[0], row.values[1]])
+                }
+            }
+            #expect(try await ledger.server.audit() == missing)
+        }
+    }
 }

@@ -10,10 +10,12 @@ import Testing
     let cafe = AccountID("merchant:cafe"), world = AccountID("external:cards")
     let eur = try! Currency("EUR")
 
-    var request: PaymentRequest {
+    var request: PaymentRequest { request(merchantID: "m_cafe") }
+
+    func request(merchantID: String) -> PaymentRequest {
         try! PaymentRequest(
             paymentID: PaymentID(bytes: Array(repeating: 9, count: 16)), amount: Money(minorUnits: 2_550, currency: eur),
-            reference: nil, merchantID: "m_cafe", merchantName: "Café", createdAt: t0,
+            reference: nil, merchantID: merchantID, merchantName: "Café", createdAt: t0,
             expiresAt: t0.adding(milliseconds: 120_000), businessOnline: true,
             signature: Signature64(Array(repeating: 0, count: 64))
         ).signed(by: merchantKey)
@@ -80,6 +82,31 @@ import Testing
         #expect(isValidSignature(receipt.ledgerSignature!, of: receipt.signingBytes, by: ledgerKey.publicKey))
         #expect(code { try payment.execute(in: &journal, at: t0) } == .invalidStatus)
         #expect(code { try payment.cancel(at: t0) } == .invalidStatus)
+    }
+
+    /// The receipt's transaction id is the transfer's name, at most 64 characters whatever the merchant id: a name
+    /// that would not fit is named by the merchant id's digest, distinct for each merchant, and still by the payment id.
+    @Test func everyMerchantIdGetsNamesThatFitItsReceipt() throws {
+        let ledgerKey = try SigningKey(seed: [UInt8](repeating: 1, count: 32))
+        let longest = String(repeating: "m", count: 63)
+        var names: Set<String> = []
+        for merchantID in [longest + "1", longest + "2", String(repeating: "m", count: 27)] {
+            var journal = books(balance: 10_000)
+            let request = request(merchantID: merchantID)
+            var payment = LedgerPayment(request: request, at: t0)
+            try accept(&payment, acceptance(of: request), in: &journal)
+            try payment.execute(in: &journal, at: t0.adding(milliseconds: 1))
+            let receipt = try payment.receipt(signedBy: ledgerKey)
+            #expect(receipt.transactionID == payment.transferID && receipt.merchantID == merchantID)
+            #expect([payment.holdID, payment.transferID].allSatisfy { name in
+                name.utf8.count <= 64 && name.contains(request.paymentID.description)
+            })
+            names.formUnion([payment.holdID, payment.transferID])
+        }
+        #expect(names.count == 6)
+        // Exactly 64 characters still fit: only the hold's name, one longer, is named by the digest.
+        #expect(names.contains("pay:\(String(repeating: "m", count: 27)):\(request.paymentID)"))
+        #expect(!names.contains { $0.hasPrefix("hold:\(String(repeating: "m", count: 27))") })
     }
 
     @Test func acceptancesAreCheckedAgainstTheDeviceKeyTheRequestAndTheClock() throws {

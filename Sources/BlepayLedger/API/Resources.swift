@@ -310,13 +310,17 @@ public struct SettlementBatch: Codable, Sendable, Hashable {
 
 public struct SettlementResults: Codable, Sendable, Hashable {
     public struct Item: Codable, Sendable, Hashable {
-        /// Nil when the item could not even be decoded.
+        /// The merchant the request was signed for and its payment id (a payment id is its merchant's), so that the
+        /// stored answer says whose payment each result is. Nil when the item could not even be decoded; answers
+        /// stored before they named the merchant have no `merchantId`.
+        public let merchantId: String?
         public let paymentId: String?
         public let result: PreAuthorization.Settlement
         /// `settled` and `already_settled`: the ledger-signed receipt (base64), as `GET /v1/payments/{id}` gives it.
         public let receipt: String?
 
-        public init(paymentId: String?, result: PreAuthorization.Settlement, receipt: String? = nil) {
+        public init(merchantId: String?, paymentId: String?, result: PreAuthorization.Settlement, receipt: String? = nil) {
+            self.merchantId = merchantId
             self.paymentId = paymentId
             self.result = result
             self.receipt = receipt

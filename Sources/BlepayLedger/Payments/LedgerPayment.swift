@@ -1,4 +1,5 @@
 import BlepayProtocol
+import Crypto
 
 /// A payment as the ledger keeps it, through TrueLayer's statuses: created by the business (`authorizationRequired`),
 /// accepted with the customer's signed acceptance (`authorizing`), funds held (`authorized`), the hold posted to the
@@ -26,9 +27,9 @@ public struct LedgerPayment: Sendable, Hashable {
     public private(set) var failure: PaymentErrorCode?
     public private(set) var history: [Change]
     public var status: Status { history.last!.status }
-    /// The hold and the transfer that pay it, named by merchant and payment id: a payment id is its merchant's, so
-    /// another merchant's payment of the same id has books of its own. A payment created before ids were scoped by
-    /// merchant keeps the names it had, by payment id alone.
+    /// The hold and the transfer that pay it, named by merchant and payment id (see `name(_:of:)`): a payment id is
+    /// its merchant's, so another merchant's payment of the same id has books of its own. A payment created before ids
+    /// were scoped by merchant keeps the names it had, by payment id alone.
     public let holdID: String
     public let transferID: String
 
@@ -49,8 +50,19 @@ public struct LedgerPayment: Sendable, Hashable {
         self.acceptance = acceptance
         self.failure = failure
         self.history = history
-        self.holdID = holdID ?? "hold:\(request.merchantID):\(request.paymentID)"
-        self.transferID = transferID ?? "pay:\(request.merchantID):\(request.paymentID)"
+        self.holdID = holdID ?? Self.name("hold", of: request)
+        self.transferID = transferID ?? Self.name("pay", of: request)
+    }
+
+    /// The name a new payment's hold or transfer gets, which fits its receipt's transaction id (a protocol identifier:
+    /// at most 64 characters) for any merchant id: `{kind}:{merchant id}:{payment id}` while that fits, as it does
+    /// for the ledger's own account ids (24 characters). A longer merchant id, which would otherwise fail the receipt
+    /// of a payment whose money moved, is named by the first 13 bytes of its SHA-256 after the payment id instead:
+    /// ending in that digest rather than in a payment id, such a name is never one of the first form.
+    static func name(_ kind: String, of request: PaymentRequest) -> String {
+        let name = "\(kind):\(request.merchantID):\(request.paymentID)"
+        guard name.utf8.count > 64 else { return name }
+        return "\(kind):\(request.paymentID):\(SHA256.hash(data: Array(request.merchantID.utf8)).prefix(13).hex)"
     }
 
     /// Takes the customer's acceptance and holds its total (amount and tip) on the instrument's book for the

@@ -82,7 +82,8 @@ extension LedgerOperations {
 
     /// Every proof must stand on its own (both acceptances signed by the voucher's device key, presenting the voucher,
     /// conflicting as stated, the settled one settled), and every double spend a settlement answered (as its stored
-    /// answer shows, while it is kept) must have its proof.
+    /// answer shows, while it is kept) must have its proof: for that merchant's payment id, since another merchant's
+    /// payment of the id is another payment.
     func auditDoubleSpends(_ tx: any SQLTransaction) throws -> [String] {
         var problems: [String] = []
         for row in try tx.rows(
@@ -110,13 +111,29 @@ extension LedgerOperations {
             }
             if try row.integer(6) != 1 { problems.append("double spend \(id) conflicts with a payment that was not settled") }
         }
-        let answered = try tx.rows("SELECT response FROM idempotency_keys", []).flatMap { row in
-            (try? JSONDecoder().decode(SettlementResults.self, from: Data(try row.blob(0))))?.results ?? []
+        // An answer stored before answers named their merchant is the answering device's: a business device settles
+        // only its merchant's payments; a customer's device, only its own acceptances, so the proof is against its key.
+        var unproven = Set<String>()
+        for row in try tx.rows(
+            """
+            SELECT k.principal, k.response, a.kind, a.id, d.signing_key FROM idempotency_keys k
+            LEFT JOIN devices d ON k.principal = 'device:' || d.id LEFT JOIN accounts a ON a.id = d.account
+            """, [])
+        {
+            let answer = try? JSONDecoder().decode(SettlementResults.self, from: Data(try row.blob(1)))
+            let answeringMerchant = try row.optionalText(2) == CreateAccount.Kind.merchant.rawValue ? try row.optionalText(3) : nil
+            for item in answer?.results ?? [] where item.result.isDoubleSpend {
+                guard let payment = item.paymentId else { continue }
+                let (name, proof) = if let merchant = item.merchantId ?? answeringMerchant {
+                    ("payment \(payment) of merchant \(merchant)",
+                     try tx.row("SELECT 1 FROM double_spends WHERE merchant = ? AND payment = ?", [.text(merchant), .text(payment)]))
+                } else {
+                    ("payment \(payment) settled by \(try row.text(0))",
+                     try tx.row("SELECT 1 FROM double_spends WHERE device_key = ? AND payment = ?", [row.values[4], .text(payment)]))
+                }
+                if proof == nil { unproven.insert(name) }
+            }
         }
-        for payment in Set(answered.filter(\.result.isDoubleSpend).compactMap(\.paymentId)).sorted()
-        where try tx.row("SELECT 1 FROM double_spends WHERE payment = ?", [.text(payment)]) == nil {
-            problems.append("payment \(payment) was refused as a double spend without a stored proof")
-        }
-        return problems
+        return problems + unproven.sorted().map { "\($0) was refused as a double spend without a stored proof" }
     }
 }

@@ -76,23 +76,23 @@ extension LedgerOperations {
         guard let requestBytes = Data(base64Encoded: item.request), let acceptanceBytes = Data(base64Encoded: item.acceptance),
             let request = try? PaymentRequest(encoded: [UInt8](requestBytes)),
             let acceptance = try? PaymentAcceptance(encoded: [UInt8](acceptanceBytes))
-        else { return SettlementResults.Item(paymentId: nil, result: .malformed) }
+        else { return SettlementResults.Item(merchantId: nil, paymentId: nil, result: .malformed) }
         let paymentID = request.paymentID.description
         let isParty = device.account == request.merchantID || device.signingKey == acceptance.customerKey
         guard isParty, let voucherID = acceptance.preAuthorization?.voucher.voucherID,
             var (preAuthorization, _) = try loadPreAuthorization(tx, voucherID.description)
-        else { return SettlementResults.Item(paymentId: paymentID, result: .unknownVoucher) }
+        else { return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: .unknownVoucher) }
         guard let merchantKey = try merchantKeys(tx, merchant: request.merchantID).first(where: { key in
             isValidSignature(request.signature, of: request.signingBytes, by: key)
-        }) else { return SettlementResults.Item(paymentId: paymentID, result: .badSignature) }
+        }) else { return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: .badSignature) }
         let payer = Self.payer(voucher: voucherID.description)
         // A payment id is its merchant's: another merchant's payment of the same id is another payment.
         if let recorded = try self.payer(tx, merchant: request.merchantID, payment: request.paymentID), recorded != payer {
-            return SettlementResults.Item(paymentId: paymentID, result: .paymentConflict)
+            return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: .paymentConflict)
         }
         let status = try tx.row("SELECT status FROM payments WHERE id = ? AND merchant = ?", [.text(paymentID), .text(request.merchantID)])
         if try status?.text(0) == LedgerPayment.Status.cancelled.rawValue {
-            return SettlementResults.Item(paymentId: paymentID, result: .requestCancelled)
+            return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: .requestCancelled)
         }
         let merchant = Self.merchantBook(request.merchantID)
         var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [merchant])
@@ -121,7 +121,7 @@ extension LedgerOperations {
             ? try settledOffline(tx, request.paymentID, merchant: request.merchantID).first
                 .map { Data($0.receipt.encoded).base64EncodedString() }
             : nil
-        return SettlementResults.Item(paymentId: paymentID, result: result, receipt: receipt)
+        return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: result, receipt: receipt)
     }
 
     func loadPreAuthorization(_ tx: any SQLTransaction, _ id: String, lock: Bool = true) throws -> (PreAuthorization, String)? {
