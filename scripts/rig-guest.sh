@@ -92,12 +92,16 @@ esac
 
 btmon > "$work/$role.btmon.log" 2>&1 &
 /usr/libexec/bluetooth/bluetoothd -n -d > "$work/$role.bluetoothd.log" 2>&1 &
-managed() {
-  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects
+# Whether bluetoothd shows adapter $1. The reply is read whole: with 17 or more adapters it is longer than a pipe
+# holds, and a `grep -q` that stops reading early fails the pipeline (pipefail) however often it is tried.
+shows() {
+  local tree
+  tree=$(dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects) &&
+    [[ $tree == *"\"/org/bluez/$1\""* ]]
 }
 for a in $adapters; do
   # bluetoothd sets adapters up one after another: about 10 s each under emulation with many of them.
-  await "managed | grep -q '\"/org/bluez/$a\"'" $((300 + 100 * count)) || fail "bluetoothd does not show $a"
+  await "shows $a" $((300 + 100 * count)) || fail "bluetoothd does not show $a"
 done
 
 peer_addr=""

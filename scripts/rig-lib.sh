@@ -56,13 +56,18 @@ ready_check() {
   check+=" org.freedesktop.DBus.GetNameOwner string:$1"
   case ${3:-} in
     Discovering)
-      check+=" && ($(bluez_property "$2" Adapter1 Discovering) | grep -q 'boolean true' || dbus-send --system"
-      check+=" --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects"
-      check+=" | grep -q '/org/bluez/$2/dev_')"
+      check+=" && ($(bluez_property "$2" Adapter1 Discovering) | grep -q 'boolean true' || bluez_has /org/bluez/$2/dev_)"
       ;;
     ActiveInstances) check+=" && $(bluez_property "$2" LEAdvertisingManager1 ActiveInstances) | grep -q 'byte 1'" ;;
   esac
   echo "$check"
+}
+# Whether bluetoothd's object tree has a path containing $1. Read whole: with many adapters the tree is longer than a
+# pipe holds, and a `grep -q` that stops reading early would fail the pipeline under pipefail.
+bluez_has() {
+  local tree
+  tree=$(dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects) &&
+    [[ $tree == *"$1"* ]]
 }
 bluez_property() {
   echo "dbus-send --system --print-reply --dest=org.bluez /org/bluez/$1 org.freedesktop.DBus.Properties.Get" \

@@ -157,7 +157,10 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         var receipts: [PaymentID: Receipt] = [:]
         for item in batch.items {
             let id = item.request.paymentID
-            guard let answer = results.results.first(where: { $0.paymentId == id.description }) else { continue }
+            // A payment id is its merchant's: the answer for this item names both (older ledgers, the id alone).
+            guard let answer = results.results.first(where: {
+                $0.paymentId == id.description && ($0.merchantId ?? item.request.merchantID) == item.request.merchantID
+            }) else { continue }
             outcomes[id] = switch answer.result {
             case .settled, .alreadySettled: .settled
             default: .refused(answer.result.rawValue)
