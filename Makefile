@@ -76,7 +76,7 @@ bench: deps
 	$(SWIFT) build -c release --product blepayd
 	$(SWIFT) build -c release --product blepayctl
 	$(SWIFT) build -c release --product blepay-ledger
-	bash scripts/bench-daemons.sh $(shell $(SWIFT) build -c release --show-bin-path) $(DAEMON_BENCH_PAYMENTS) 10 \
+	bash scripts/bench-daemons.sh $(shell $(SWIFT) build -c release --show-bin-path) $(DAEMON_BENCH_PAYMENTS) "10 20" \
 	  $(DAEMON_BENCH_OFFLINE)
 
 # Release binaries, systemd units, sysusers, the D-Bus policy, sample configuration (kept if present), completions and

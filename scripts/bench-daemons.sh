@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The daemons' timings and footprint in the one-host rig (scripts/rig-bench.sh: a business and five customers on
-# six adapters, then both offline), then one request broadcast to 10 customers (11 adapters), printed as 'bench:'
-# lines. Usage: scripts/bench-daemons.sh BIN_DIR [PAYMENTS] [BROADCAST_CUSTOMERS] [OFFLINE_PAYMENTS]
+# six adapters, then both offline), then one request broadcast to 10 customers (11 adapters) and to 20 (21), printed
+# as 'bench:' lines. Usage: scripts/bench-daemons.sh BIN_DIR [PAYMENTS] ['BROADCAST_CUSTOMERS ...'] [OFFLINE_PAYMENTS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "${1:?usage: bench-daemons.sh BIN_DIR [PAYMENTS]}" && pwd)
 payments=${2:-50}
-wide=${3:-10}
+wide=(${3:-10 20})
 offline=${4:-20}
 out=$(mktemp -d /tmp/blepay-bench-daemons.XXXXXX)
 trap 'rm -rf "$out"' EXIT
@@ -23,18 +23,21 @@ run() {
   }
 }
 run "$out/five" 5 "$payments" "$offline"
-run "$out/wide" "$wide" 0 0
-python3 - "$out/five/daemons-bench.json" "$out/wide/daemons-bench.json" <<'PY'
+for n in "${wide[@]}"; do run "$out/wide-$n" "$n" 0 0; done
+python3 - "$out/five/daemons-bench.json" "${wide[@]/#/$out/wide-}" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("bench: daemons discovery (customer start -> open request shown) %.2f s" % r["discovery_to_first_request_s"])
-for name, label in (("request_to_received_ms", "request -> receivedPayment"), ("accept_to_finished_ms", "accept -> finishedPayment")):
-    print("bench: daemons %s over %d payments p50 %.0f ms p95 %.0f ms" % (label, r["payments"], r[name]["p50"], r[name]["p95"]))
-if r["offline_accept_to_pending_ms"]:
-    o = r["offline_accept_to_pending_ms"]
-    print("bench: daemons both offline, accept -> finishedPayment (pending settlement) over %d payments p50 %.0f ms p95 %.0f ms"
-          % (r["offline_payments"], o["p50"], o["p95"]))
-for b in (r["broadcast"], json.load(open(sys.argv[2]))["broadcast"]):
+s = r["request_to_received_ms"]
+print("bench: daemons request -> receivedPayment over %d payments p50 %.0f ms p95 %.0f ms" % (r["payments"], s["p50"], s["p95"]))
+# Accepted with blepayctl (its start included), or with one AcceptPayment call on the bus as an app makes it.
+for key, label in (("accept_to_finished_ms", "accept -> finishedPayment"),
+                   ("call_to_finished_ms", "AcceptPayment call -> finishedPayment"),
+                   ("offline_accept_to_pending_ms", "both offline, accept -> finishedPayment (pending settlement)"),
+                   ("offline_call_to_pending_ms", "both offline, AcceptPayment call -> finishedPayment (pending settlement)")):
+    if r.get(key):
+        print("bench: daemons %s over %d payments p50 %.0f ms p95 %.0f ms" % (label, r[key]["count"], r[key]["p50"], r[key]["p95"]))
+for b in [r["broadcast"]] + [json.load(open(path + "/daemons-bench.json"))["broadcast"] for path in sys.argv[2:]]:
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request; %d otherPaid, the last %.2f s after the accept"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))
 for d in sorted(r["idle_cpu_percent"]):
