@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "BlepayConfiguration", targets: ["BlepayConfiguration"]),
         .library(name: "BlepayLedgerServer", targets: ["BlepayLedgerServer"]),
         .library(name: "BlepayLedgerClient", targets: ["BlepayLedgerClient"]),
+        .library(name: "BlepayDaemonStore", targets: ["BlepayDaemonStore"]),
         .library(name: "BlepayDaemon", targets: ["BlepayDaemon"]),
         .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
         .executable(name: "blepayd", targets: ["blepayd"]),

@@ -34,6 +34,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "BlepayPayments", package: blepay.lastPathComponent),
                 .product(name: "BlepayPaymentsTesting", package: blepay.lastPathComponent),
+                .product(name: "BlepayDaemonStore", package: blepay.lastPathComponent),
             ],
             path: "Benchmarks/PaymentsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

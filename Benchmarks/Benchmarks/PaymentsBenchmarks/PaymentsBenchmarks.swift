@@ -3,8 +3,10 @@ import BlepayPayments
 import BlepayPaymentsTesting
 
 /// One request offered to 20 in-memory customers, accepted by one, the other 19 told `otherPaid`: the drivers,
-/// machines, codec and in-memory links without a radio, as the baseline for the same figure over BLE.
+/// machines, codec and in-memory links without a radio, as the baseline for the same figure over BLE; and what a
+/// business does with an acceptance while both sides are offline (`offlineAcceptKeep`).
 let benchmarks: @Sendable () -> Void = {
+    offlineAcceptKeep()
     Benchmark(
         "business-broadcast-20",
         configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
