@@ -60,8 +60,8 @@ PY
 follow "business (hci0)" "$work/one/business.events.jsonl"
 follow "alice (hci1)" "$work/one/alice.events.jsonl"
 follow "bob (hci2)" "$work/one/bob.events.jsonl"
-scenario "One machine, two customers: alice pays, bob gets otherPaid; bluetoothd restarts; bob pays; two adapters power-cycle; alice pays; alice and the business stop with a request open" \
-  "$work/one" one-host --controllers 3 -- "bash $here/rig-broadcast.sh $bin"
+scenario "One machine, two customers: alice pays, bob gets otherPaid; a hostile central storms a customer; bluetoothd restarts; bob pays; two adapters power-cycle; alice pays; alice and the business stop with a request open" \
+  "$work/one" one-host --controllers 4 -- "bash $here/rig-broadcast.sh $bin"
 mkdir -p "$work/offline"
 follow "host b · business" "$work/offline/b.events.jsonl"
 follow "host a · customer" "$work/offline/a.events.jsonl"

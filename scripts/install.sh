@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs blepay (`make install`): the release binaries into /usr/local/bin, the systemd units, the blepay user and
+# Installs blepay (`make install`): the release binaries into /usr/local/bin, the systemd units (and a drop-in that
+# restarts bluetoothd when it dies), the blepay user and
 # group (sysusers.d), the D-Bus policy and the control API's interface XML, the sample configuration (an existing
 # file is never overwritten), shell completions and the documentation. With DESTDIR, everything goes below it and nothing on the running system is
 # touched. Usage: scripts/install.sh RELEASE_BIN_DIR
@@ -13,6 +14,8 @@ install -d "$dest/usr/local/bin" "$dest/etc/systemd/system" "$dest/usr/lib/sysus
   "$dest/usr/share/bash-completion/completions" "$dest/usr/share/dbus-1/interfaces" "$dest/etc/blepay"
 install -m 755 "$bin/blepayd" "$bin/blepayctl" "$bin/blepay-ledger" "$dest/usr/local/bin/"
 install -m 644 "$root"/systemd/*.service "$dest/etc/systemd/system/"
+install -D -m 644 "$root/systemd/bluetooth.service.d/blepay-restart.conf" \
+  "$dest/etc/systemd/system/bluetooth.service.d/blepay-restart.conf"
 install -m 644 "$root/systemd/blepay.sysusers" "$dest/usr/lib/sysusers.d/blepay.conf"
 install -m 644 "$root/dbus/org.blepay.conf" "$dest/usr/share/dbus-1/system.d/org.blepay.conf"
 # The control API's interfaces, with argument names, for busctl, gdbus and D-Bus code generators.

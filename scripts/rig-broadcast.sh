@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# One request, two customers: run in the rig's one-host topology with three controllers (rig.sh one-host
-# --controllers 3). The ledger, a business daemon on hci0 and two customer daemons on one host, the customers as
+# One request, two customers: run in the rig's one-host topology with four controllers (rig.sh one-host
+# --controllers 4). The ledger, a business daemon on hci0 and two customer daemons on one host, the customers as
 # instances `alice` (hci1) and `bob` (hci2) with bus names of their own (rig-lib.sh installs and starts them).
 #   blepayctl request 12.00 USD: both customers are shown it; alice accepts; she sees finishedPayment, bob otherPaid,
 #   and bob's late acceptance is refused;
+#   then, while the business's adapter is off, a hostile central on hci3 (blepay-loopback storm) connects to a
+#   customer 10 times, writing malformed records until hung up each time: bluetoothd must outlive it;
 #   then bluetoothd restarts, every daemon recovers by itself, and a second request is paid by bob (alice: otherPaid);
 #   then the business's and alice's adapters are powered off and on, and a third request is paid by alice again;
 #   then a fourth request is open when alice's daemon and then the business's are stopped (SIGTERM).
@@ -11,7 +13,8 @@
 # Usage (inside the rig): rig-broadcast.sh BIN_DIR
 set -euo pipefail
 source "$(dirname "$0")/rig-lib.sh"
-install_blepay "$1"
+bin=$1
+install_blepay "$bin"
 ledger="http://[::1]:8480"
 customers=(alice bob)
 
@@ -56,6 +59,19 @@ request() {
 
 request 12.00 order-1 alice bob
 for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.json"; done
+
+# A hostile central on hci3: connection after connection to a customer, writing a record of an unknown type back to
+# back until hung up (every write answered first: BlueZ 5.66 was seen to crash on one left in flight as the link
+# closed). A customer serves one central at a time, so the business's adapter is off meanwhile. bluetoothd and every
+# daemon outlive the storm, and the next request is shown to both customers as before.
+storm() {
+  "$bin/blepay-loopback" storm --adapter hci3 --service 6e2d1000-5b1a-4c8e-9d4a-b1e9a7000001 \
+    --characteristic 6e2d1001-5b1a-4c8e-9d4a-b1e9a7000001 --connections 10 --timeout 120 --report "$out/storm.json" \
+    > "$out/storm.log" 2>&1 || fail "the storm failed: $(tail -n 3 "$out/storm.log")"
+}
+bluetoothd=$(pgrep -x bluetoothd)
+power_cycle hci0 storm
+[[ $(pgrep -x bluetoothd) == "$bluetoothd" ]] || fail "bluetoothd did not outlive the storm"
 
 restart_bluetoothd
 request 3.00 order-2 bob alice

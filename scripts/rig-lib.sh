@@ -130,7 +130,8 @@ restart_bluetoothd() {
     || fail "bluetoothd did not come back"
 }
 
-# Powers adapter NAME (hciN) off and on again through BlueZ, as a user toggling Bluetooth would.
+# Powers adapter NAME (hciN) off and on again through BlueZ, as a user toggling Bluetooth would; runs COMMAND (the
+# second argument), if given, while it is off.
 power_cycle() {
   local state
   log "powering $1 off and on"
@@ -138,5 +139,6 @@ power_cycle() {
     dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.freedesktop.DBus.Properties.Set \
       string:org.bluez.Adapter1 string:Powered "variant:boolean:$state" > /dev/null || fail "powering $1 $state failed"
     sleep 2
+    if [[ $state == false && -n ${2:-} ]]; then eval "$2"; fi
   done
 }

@@ -41,7 +41,7 @@ struct Central: AsyncParsableCommand {
         try await adapter.setPowered(true)
         let filter = DiscoveryFilter(serviceUUIDs: [LoopbackService.service])
         try await adapter.setDiscoveryFilter(filter)
-        let (device, connection, discovered, attempts) = try await discoverAndConnect(adapter, filter)
+        let (device, connection, discovered, attempts) = try await connect(adapter, filter, timeout: options.timeout)
         print("central: connected after \(attempts) attempt(s), services resolved")
 
         let rx = try await device.characteristic(service: LoopbackService.service, characteristic: LoopbackService.rx)
@@ -97,51 +97,6 @@ struct Central: AsyncParsableCommand {
         }
         session.close()
         guard failures.isEmpty else { throw LoopbackFailure("bytes differ for \(failures.joined(separator: ", "))") }
-    }
-
-    static let rounds = 3
-    static let attemptsPerRound = 3
-
-    /// Discovers the peripheral and connects. A device whose connection keeps failing (a link that comes up and
-    /// breaks during ATT setup) is forgotten and discovered afresh, as an app would, up to `rounds` times.
-    /// The report's attempts count every connection attempt of every round.
-    private func discoverAndConnect(_ adapter: Adapter, _ filter: DiscoveryFilter) async throws
-        -> (Device, Device.ConnectReport, ContinuousClock.Instant, attempts: Int)
-    {
-        var failedAttempts = 0
-        for round in 1...Self.rounds {
-            let devices = adapter.discoveredDevices(matching: filter)
-            try await adapter.startDiscovery()
-            print("central: discovering on \(adapter.name) \(adapter.address ?? "?")")
-            let device = try await firstDevice(devices)
-            let discovered = ContinuousClock.now
-            print("central: found \(device.address ?? "?")")
-            do {
-                let report = try await device.connect(attempts: Self.attemptsPerRound)
-                return (device, report, discovered, failedAttempts + report.attempts)
-            } catch {
-                guard round < Self.rounds else { throw error }
-                failedAttempts += Self.attemptsPerRound
-                print("central: connecting failed (\(error)); forgetting the device and discovering again")
-                try? await adapter.removeDevice(device)
-            }
-        }
-        throw LoopbackFailure("no connection after \(Self.rounds) rounds")
-    }
-
-    private func firstDevice(_ devices: AsyncStream<Device>) async throws -> Device {
-        let timeout = options.timeout
-        return try await withThrowingTaskGroup(of: Device?.self) { group in
-            group.addTask { await devices.first { _ in true } }
-            group.addTask {
-                try await Task.sleep(for: .seconds(timeout))
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            guard let first else { throw LoopbackFailure("no peripheral with the loopback service within \(timeout) s") }
-            return first
-        }
     }
 }
 

@@ -5,13 +5,13 @@ import Logging
 
 /// blepay-loopback: a GATT echo peripheral and a central that checks it, over real BlueZ. The virtual BLE
 /// rig runs the two (on two adapters of one host, or on two hosts) to prove the BlueZ layer end to end,
-/// and to measure it.
+/// and to measure it; and a hostile central (`storm`) that the customer daemon and bluetoothd must outlive.
 @main
 struct Loopback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-loopback",
-        abstract: "GATT echo peripheral and checking central over BlueZ.",
-        subcommands: [Peripheral.self, Central.self])
+        abstract: "GATT echo peripheral, checking central and hostile central over BlueZ.",
+        subcommands: [Peripheral.self, Central.self, Storm.self])
 }
 
 /// The test service: the central writes to `rx` (write with response only), the peripheral echoes every

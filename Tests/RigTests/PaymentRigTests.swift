@@ -38,6 +38,14 @@ struct PaymentRigTests {
         let balances: [Balance]
     }
 
+    /// What `blepay-loopback storm` reports.
+    struct StormReport: Decodable {
+        let connections: Int
+        let answered: Int
+        let refused: Int
+        let endings: [String]
+    }
+
     static func kinds(_ events: [Event], _ id: String) -> [ControlEvent.Kind] {
         events.filter { $0.payment_id == id }.map(\.kind)
     }
@@ -179,16 +187,22 @@ struct PaymentRigTests {
         }
     }
 
-    /// One host, three adapters: a business and two customer daemons (instances alice and bob). Each request is
-    /// shown to both; the first acceptance wins, the other customer gets otherPaid and cannot pay it any more. The
-    /// second request comes after bluetoothd restarted under all three daemons, the third after the business's and
-    /// alice's adapters were powered off and on. The fourth is open when alice's daemon and then the business's are
-    /// stopped (SIGTERM): each ends it with an event the other side hears.
-    @Test func oneRequestTwoCustomersThroughABluetoothdRestartAndAPowerCycle() throws {
+    /// One host, four adapters: a business and two customer daemons (instances alice and bob), and a hostile
+    /// central. Each request is shown to both; the first acceptance wins, the other customer gets otherPaid and cannot
+    /// pay it any more. Between the first and the second request the hostile central storms a customer (10
+    /// connections of malformed writes, each until hung up) while the business's adapter is off; the second request comes after bluetoothd restarted
+    /// under all three daemons, the third after the business's and alice's adapters were powered off and on. The
+    /// fourth is open when alice's daemon and then the business's are stopped (SIGTERM): each ends it with an event
+    /// the other side hears.
+    @Test func oneRequestTwoCustomersThroughAStormABluetoothdRestartAndAPowerCycle() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-broadcast.sh").path
         let run = try Rig.run(
-            topology: ["one-host", "--controllers", "3"], commands: ["--", "bash \(script) \(Rig.binaryDirectory)"])
+            topology: ["one-host", "--controllers", "4"], commands: ["--", "bash \(script) \(Rig.binaryDirectory)"])
         #expect(run.status == 0, "rig exited \(run.status); it printed where it kept the logs")
+        // On each of the 10 storm connections the customer answered the first write and then hung up (later writes
+        // refused, or the link gone), and bluetoothd outlived them all (rig-broadcast.sh fails otherwise).
+        let storm = try run.json("storm.json", as: StormReport.self)
+        #expect(storm.connections == 10 && storm.answered >= 10 && storm.endings.count == 10, "\(storm)")
 
         let first = try run.text("order-1.id")
         let second = try run.text("order-2.id")
