@@ -52,6 +52,7 @@ demo: deps
 	$(SWIFT) build --product blepayd
 	$(SWIFT) build --product blepayctl
 	$(SWIFT) build --product blepay-ledger
+	$(SWIFT) build --product blepay-loopback
 	bash scripts/demo.sh $(BIN_PATH)
 
 # Only the real-BlueZ tier.
