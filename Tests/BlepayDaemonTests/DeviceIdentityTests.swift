@@ -21,9 +21,9 @@ import Testing
         configuration.ledgerPublicKey = try Key32(Hex.decode(try await ledger.admin.ledgerKey().publicKey, limit: 32) ?? [])
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
         if let token {
-            FileManager.default.createFile(
+            #expect(FileManager.default.createFile(
                 atPath: configuration.resolve(configuration.enrollmentTokenFile), contents: Data(token.utf8),
-                attributes: [.posixPermissions: tokenMode])
+                attributes: [.posixPermissions: tokenMode]))
         }
         return configuration
     }
@@ -67,7 +67,7 @@ import Testing
             // Descriptions, which logs may carry, never show the request secret.
             for text in [
                 "\(first)", String(reflecting: first), "\(first.credentials)", String(reflecting: first.credentials),
-                "\([first])", "\(Optional(first))",
+                "\([first])", String(describing: Optional(first)),
             ] {
                 #expect(text.contains(first.credentials.deviceId) && !text.contains(first.credentials.secret), "\(text)")
             }
@@ -145,9 +145,9 @@ import Testing
     @Test func unreadableCredentialsStopTheDaemon() async throws {
         try await RunningLedger.with(.sqlite) { ledger in
             let configuration = try await Self.configuration(.customer, ledger, token: nil)
-            FileManager.default.createFile(
+            #expect(FileManager.default.createFile(
                 atPath: configuration.resolve("credentials.json"), contents: Data("{".utf8),
-                attributes: [.posixPermissions: 0o600])
+                attributes: [.posixPermissions: 0o600]))
             #expect(await Self.failure(configuration)?.code == .stateUnusable)
         }
     }
