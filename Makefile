@@ -39,9 +39,11 @@ test: deps build
 	@bash scripts/test-summary.sh $(TEST_LOG)
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# Pure and real-D-Bus tiers only (no VMs).
+# Every tier but the rig (no VMs), split as `test` splits them.
 unit-test: build
-	$(SWIFT) test --skip-build --skip RigTests
+	$(SWIFT) test --skip-build --skip RigTests --skip CrashTests --skip BlepayBLETests
+	$(SWIFT) test --skip-build --filter BlepayBLETests
+	$(SWIFT) test --skip-build --filter CrashTests
 
 # The ledger's HTTP API against docs/ledger-openapi.yaml (schemathesis), then its audit.
 contract: build
