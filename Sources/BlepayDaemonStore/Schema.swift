@@ -92,6 +92,17 @@ enum Schema {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("5 accepted payments") { db in
+            // The customer's acceptances whose outcome it has not learnt yet: sought again after a restart.
+            try db.execute(sql: """
+                CREATE TABLE accepted_payments (
+                    payment_id BLOB PRIMARY KEY NOT NULL,
+                    request BLOB NOT NULL,
+                    acceptance BLOB NOT NULL,
+                    accepted_at INTEGER NOT NULL
+                ) STRICT;
+                """)
+        }
         return migrator
     }
 }

@@ -35,15 +35,17 @@ public struct CustomerMachine: Sendable {
         var acceptance: PaymentAcceptance?
         /// Whether this customer executed it (and so owes the business the result, again if asked).
         var executedHere = false
-        /// How many new connections to its merchant were asked for its lost result, and how many times the ledger.
+        /// How many new connections to its merchant were asked for its lost result.
         var queries = 0
-        var lookUps = 0
+        /// The ledger's last look-up found no such payment: it may still be made until `payableUntil`, not after.
+        var ledgerHasNone = false
     }
 
     /// How many times a result lost with its link is asked for, one new connection to the same merchant each.
     public static let maximumResultQueries = 3
-    /// How many times the ledger is asked for it (with the driver's back-off, about ten minutes in all).
-    public static let maximumLookUps = 24
+    /// The longest a ledger may still take a voucher's settlements after the voucher expires (its
+    /// `pre_authorization_grace_seconds` at most): until then a business may still settle a payment made under it.
+    public static let longestSettlementGraceMilliseconds: UInt64 = 30 * 86_400_000
 
     /// How long after a request's expiry an accepted payment waits for the business's answer.
     public static let answerGraceMilliseconds: UInt64 = 60_000
@@ -65,6 +67,21 @@ public struct CustomerMachine: Sendable {
     public mutating func start() {
         isReceiving = true
         stopping = false
+    }
+
+    /// Payments accepted under an earlier registration, or before a restart, whose outcome was never learnt
+    /// (`AcceptedPayments`): each is sought again as a result lost with its link, from the ledger and the merchant's
+    /// next connections. Their events name `PeerID.none`.
+    public mutating func restore(_ accepted: [KeptPayment]) -> [CustomerAction] {
+        var actions: [CustomerAction] = []
+        for kept in accepted.sorted(by: { $0.keptAt < $1.keptAt }) where payments[kept.request.paymentID] == nil {
+            let id = kept.request.paymentID
+            payments.begin(id, Payment(
+                request: kept.request, peer: .none, phase: .lostResult, deadline: kept.request.expiresAt,
+                acceptance: kept.acceptance))
+            actions.append(.lookUpStatus(id))
+        }
+        return actions
     }
 
     /// A business connected and completed the handshake. Payments of its merchant whose result was lost with an
@@ -174,13 +191,18 @@ public struct CustomerMachine: Sendable {
     }
 
     /// The ledger answered about a payment whose result was lost with its link: its own execution's answer, or a
-    /// look-up. A settled receipt for this acceptance, or a refusal, is the outcome found; a payment the ledger does
-    /// not know (yet: the business may still execute it, or keep it for settlement) is left to the business's
-    /// answer over a new connection; an unknown one is looked up again, a bounded number of times.
+    /// look-up. A settled receipt for this acceptance, or a refusal, is the outcome found; another payer's receipt
+    /// means this customer did not pay. A payment the ledger does not know may still be made (the business may
+    /// still execute it, or settle it from what it kept) until `payableUntil`: it is asked for again, and only past
+    /// that time (`tick`) is it found unpaid. An unknown answer is asked again, for as long as it takes.
     private mutating func found(
         _ id: PaymentID, _ outcome: LedgerOutcome, _ payment: Payment, _ acceptance: PaymentAcceptance
     ) -> [CustomerAction] {
         switch outcome {
+        case .executed(let receipt) where receipt.status == .settled && receipt.paymentID == id
+            && receipt.payerKey != acceptance.customerKey:
+            payments[id]?.phase = .ended(.otherPaid)
+            return [.emit(.outcomeFound(payment.peer, id, .failure(PaymentError(.alreadyPaid, "another customer paid it"))))]
         case .executed(let receipt):
             guard Self.settles(receipt, id, acceptance) else { return [] }
             payments[id]?.receipt = receipt
@@ -189,12 +211,23 @@ public struct CustomerMachine: Sendable {
         case .notExecuted(let error) where error.code != .notFound || payment.executedHere:
             payments[id]?.phase = .ended(.failed(error.code))
             return [.emit(.outcomeFound(payment.peer, id, .failure(error)))]
-        case .unknown where payment.lookUps < Self.maximumLookUps:
-            payments[id]?.lookUps += 1
+        case .notExecuted:
+            payments[id]?.ledgerHasNone = true
             return [.lookUpStatus(id)]
-        case .notExecuted, .unknown:
-            return []
+        case .unknown:
+            payments[id]?.ledgerHasNone = false
+            return [.lookUpStatus(id)]
         }
+    }
+
+    /// The last moment a lost payment could still be made by anyone: a plain acceptance until its request expires
+    /// (by the ledger's clock, which may differ from this one by the tolerance); one under a voucher until the
+    /// ledger stops taking the voucher's settlements.
+    private static func payableUntil(_ payment: Payment) -> Timestamp {
+        if let voucher = payment.acceptance?.preAuthorization?.voucher {
+            return voucher.expiresAt.adding(milliseconds: longestSettlementGraceMilliseconds + clockToleranceMilliseconds)
+        }
+        return payment.deadline.adding(milliseconds: clockToleranceMilliseconds)
     }
 
     /// Whether the ledger's receipt settles payment `id` as this customer accepted it: its payer and total.
@@ -233,7 +266,8 @@ public struct CustomerMachine: Sendable {
 
     /// Shown payments past their deadline end with `error(expired)`. Accepted ones wait for the business's
     /// verdict, since the ledger, not the clock, decides them; but a business silent for `answerGrace` after the
-    /// deadline ends them with `error(outcome-unknown)`, to be looked up by payment id.
+    /// deadline ends them with `error(outcome-unknown)`, to be looked up by payment id. A lost one the ledger does
+    /// not know once it can no longer be made is found unpaid.
     public mutating func tick(at now: Timestamp) -> [CustomerAction] {
         var actions: [CustomerAction] = []
         for payment in payments.newestFirst.reversed() {
@@ -245,6 +279,10 @@ public struct CustomerMachine: Sendable {
                 now >= payment.deadline.adding(milliseconds: Self.answerGraceMilliseconds)
             {
                 actions += lose(id, of: payment.peer, "no final answer; look the payment up by its id")
+            } else if payment.phase == .lostResult, payment.ledgerHasNone, now >= Self.payableUntil(payment) {
+                payments[id]?.phase = .ended(.failed(.notFound))
+                actions.append(.emit(.outcomeFound(payment.peer, id, .failure(PaymentError(
+                    .notFound, "the ledger has no such payment, and it can no longer be made: nothing was charged")))))
             }
         }
         return actions

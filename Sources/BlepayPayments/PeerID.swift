@@ -5,6 +5,9 @@ public struct PeerID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// No connection: a payment restored from the daemon's state after a restart. Transports number theirs from 1.
+    public static let none = PeerID(0)
+
     public static func < (lhs: PeerID, rhs: PeerID) -> Bool { lhs.rawValue < rhs.rawValue }
 
     public var description: String { "peer-\(rawValue)" }

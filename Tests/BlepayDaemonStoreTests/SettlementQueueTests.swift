@@ -15,15 +15,7 @@ import Testing
     func pair(_ amount: UInt64, tip: UInt64 = 0, id: PaymentID = .random())
         throws -> (PaymentRequest, PaymentAcceptance)
     {
-        let request = try PaymentRequest(
-            paymentID: id, amount: eur(amount), reference: nil, merchantID: "m_cafe", merchantName: "Café",
-            createdAt: f.now, expiresAt: f.later(minutes: 2), businessOnline: false, signature: .unsigned)
-        let acceptance = try PaymentAcceptance(
-            paymentID: id, amount: eur(amount), tipMinorUnits: tip, instrumentID: "card-1", delegatedInstrument: false,
-            createdAt: f.now, requestHash: try Hash32(Array(repeating: 1, count: 32)),
-            sessionHash: try Hash32(Array(repeating: 2, count: 32)), customerKey: f.deviceKey, preAuthorization: nil,
-            signature: .unsigned)
-        return (request, acceptance)
+        try f.pair(amount, tip: tip, id: id)
     }
 
     @Test func aBatchIsHandedOutAgainUnchangedUntilItsAnswerCloses() throws {

@@ -42,6 +42,19 @@ struct WalletFixture {
     }
 
     func later(minutes: UInt64) -> Timestamp { now.adding(milliseconds: minutes * 60_000) }
+
+    /// An offline request for `amount` minor units and this device's plain acceptance of it.
+    func pair(_ amount: UInt64, tip: UInt64 = 0, id: PaymentID = .random()) throws -> (PaymentRequest, PaymentAcceptance) {
+        let request = try PaymentRequest(
+            paymentID: id, amount: eur(amount), reference: nil, merchantID: "m_cafe", merchantName: "Café",
+            createdAt: now, expiresAt: later(minutes: 2), businessOnline: false, signature: .unsigned)
+        let acceptance = try PaymentAcceptance(
+            paymentID: id, amount: eur(amount), tipMinorUnits: tip, instrumentID: "card-1", delegatedInstrument: false,
+            createdAt: now, requestHash: try Hash32(Array(repeating: 1, count: 32)),
+            sessionHash: try Hash32(Array(repeating: 2, count: 32)), customerKey: deviceKey, preAuthorization: nil,
+            signature: .unsigned)
+        return (request, acceptance)
+    }
 }
 
 func eur(_ minorUnits: UInt64) -> Money { try! Money(minorUnits: minorUnits, currency: Currency("EUR")) }

@@ -108,20 +108,48 @@ import Testing
 }
 
 extension LostResultTests {
-    /// The ledger is asked too: a settled receipt for this acceptance, or a refusal, is the outcome; a payment it
-    /// does not know yet is left to the business; an unknown answer is asked again, a bounded number of times.
+    /// The ledger is asked too, for as long as it takes: a settled receipt for this acceptance, or a refusal, is the
+    /// outcome; a payment it does not know yet is asked for again; an unknown answer is asked again, without end.
     @Test func theLedgerIsAskedByPaymentIDAndItsAnswerIsTheOutcome() throws {
         var m = try customerWhoAccepted()
         #expect(m.disconnected(p1).contains(.lookUpStatus(id)))
-        for _ in 0..<CustomerMachine.maximumLookUps { #expect(m.ledgerAnswered(id, .unknown("unreachable")) == [.lookUpStatus(id)]) }
-        #expect(m.ledgerAnswered(id, .unknown("unreachable")).isEmpty)
-        #expect(m.ledgerAnswered(id, .notExecuted(PaymentError(.notFound))).isEmpty)
-        // Another payment's receipt, or another payer's, is not this one's outcome.
+        for _ in 0..<100 { #expect(m.ledgerAnswered(id, .unknown("unreachable")) == [.lookUpStatus(id)]) }
+        #expect(m.ledgerAnswered(id, .notExecuted(PaymentError(.notFound))) == [.lookUpStatus(id)])
+        // A receipt under this customer's key that is not what it accepted is not this one's outcome.
         let other = Fixture.acceptance(of: r, tip: 0)
         #expect(m.ledgerAnswered(id, .executed(Fixture.receipt(for: other))).isEmpty)
         let paid = Fixture.receipt(for: a1)
         #expect(m.ledgerAnswered(id, .executed(paid)) == [.emit(.outcomeFound(p1, id, .success(paid)))])
         #expect(m.snapshot(of: id)?.status == .finished)
+        #expect(m.ledgerAnswered(id, .executed(paid)).isEmpty)
+    }
+
+    @Test func anotherPayersReceiptMeansThisCustomerDidNotPay() throws {
+        var m = try customerWhoLostTheResult()
+        let someoneElse = try PaymentAcceptance(
+            paymentID: id, amount: r.amount, tipMinorUnits: 0, instrumentID: "card-9", delegatedInstrument: false,
+            createdAt: Fixture.t0, requestHash: Fixture.hash, sessionHash: Fixture.hash,
+            customerKey: try Key32(Array(repeating: 7, count: 32)), preAuthorization: nil, signature: Fixture.signature)
+        #expect(m.ledgerAnswered(id, .executed(Fixture.receipt(for: someoneElse)))
+            == [.emit(.outcomeFound(p1, id, .failure(PaymentError(.alreadyPaid, "another customer paid it"))))])
+        #expect(m.snapshot(of: id)?.status == .otherPaid)
+    }
+
+    /// Not known to the ledger is not unpaid while the business may still execute the request: only once it has
+    /// expired (by any clock within the tolerance) is the payment found unpaid, and an unknown answer meanwhile
+    /// leaves it open.
+    @Test func aPaymentTheLedgerDoesNotKnowIsFoundUnpaidOnlyOnceItCanNoLongerBeMade() throws {
+        var m = try customerWhoLostTheResult()
+        let payableUntil = Fixture.lifetime + CustomerMachine.clockToleranceMilliseconds
+        #expect(m.ledgerAnswered(id, .notExecuted(PaymentError(.notFound))) == [.lookUpStatus(id)])
+        #expect(m.tick(at: Fixture.later(payableUntil - 1)).isEmpty)
+        #expect(m.ledgerAnswered(id, .unknown("unreachable")) == [.lookUpStatus(id)])
+        #expect(m.tick(at: Fixture.later(payableUntil)).isEmpty)
+        #expect(m.ledgerAnswered(id, .notExecuted(PaymentError(.notFound))) == [.lookUpStatus(id)])
+        let unpaid = PaymentError(.notFound, "the ledger has no such payment, and it can no longer be made: nothing was charged")
+        #expect(m.tick(at: Fixture.later(payableUntil)) == [.emit(.outcomeFound(p1, id, .failure(unpaid)))])
+        #expect(m.snapshot(of: id)?.status == .failed(.notFound))
+        #expect(m.tick(at: Fixture.later(payableUntil + 1)).isEmpty)
     }
 
     @Test func aBusinessSilentPastTheGraceIsAskedForTheResultToo() throws {

@@ -42,8 +42,10 @@ public enum CustomerDaemon {
                 }
             },
             signer: vouchers.signer(context.identity.signingKey) { reachability.isReachable },
-            ledger: LedgerBackend(client: context.ledger), settlement: settlement, clock: context.clock,
-            logger: context.logger)
+            ledger: LedgerBackend(client: context.ledger), settlement: settlement,
+            accepted: StoredAcceptances(store: AcceptedPaymentStore(store: context.store), clock: context.clock,
+                logger: context.logger),
+            clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.

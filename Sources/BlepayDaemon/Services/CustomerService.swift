@@ -31,6 +31,7 @@ public actor CustomerService {
     private let signer: any AcceptanceSigner
     private let ledger: (any PaymentLedger)?
     private let settlement: (any OfflineQueue)?
+    private let accepted: (any AcceptedPayments)?
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private var registration: Registration?
@@ -42,12 +43,14 @@ public actor CustomerService {
 
     public init(
         links: @escaping @Sendable () -> Links, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
-        settlement: (any OfflineQueue)? = nil, clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil,
+        clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         makeLinks = links
         self.signer = signer
         self.ledger = ledger
         self.settlement = settlement
+        self.accepted = accepted
         self.clock = clock
         self.logger = logger
         (events, continuation) = AsyncStream.makeStream()
@@ -61,7 +64,8 @@ public actor CustomerService {
         guard registration == nil else { return }
         let links = makeLinks()
         let driver = CustomerDriver(
-            transport: links.transport, signer: signer, ledger: ledger, settlement: settlement, clock: clock)
+            transport: links.transport, signer: signer, ledger: ledger, settlement: settlement, accepted: accepted,
+            clock: clock)
         let logger = self.logger
         let serving = Task {
             do {

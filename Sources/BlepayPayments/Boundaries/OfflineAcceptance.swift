@@ -74,7 +74,7 @@ public protocol OfflineQueue: Sendable {
     func kept(_ id: PaymentID) async -> KeptPayment?
 }
 
-/// A payment as it was kept for settlement: the signed pair, and when it was kept.
+/// A payment as it was kept (for settlement, or until its outcome is known): the signed pair, and when.
 public struct KeptPayment: Sendable, Hashable {
     public let request: PaymentRequest
     public let acceptance: PaymentAcceptance

@@ -17,6 +17,10 @@ public actor CustomerDriver {
     private let ledger: (any PaymentLedger)?
     /// Where signed pairs paid under a voucher are kept until settled; nil: the business alone settles them.
     private let settlement: (any OfflineQueue)?
+    /// Where each acceptance is kept until its outcome is known; nil: only in memory, lost with the process.
+    private let accepted: (any AcceptedPayments)?
+    /// The payments kept there and not yet concluded.
+    private var awaited: Set<PaymentID> = []
     /// The pauses before status look-ups while an outcome stays unknown.
     private var lookUps: LookUpBackoff
     private let jobs = AsyncStream<Job>.makeStream()
@@ -30,14 +34,16 @@ public actor CustomerDriver {
 
     public init(
         transport: any PaymentTransport, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
-        settlement: (any OfflineQueue)? = nil, tickInterval: Duration = .seconds(1), lookUpInterval: Duration = .seconds(1),
-        clock: @escaping @Sendable () -> Timestamp, onStopAdvertising: (@Sendable () -> Void)? = nil
+        settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil, tickInterval: Duration = .seconds(1),
+        lookUpInterval: Duration = .seconds(1), clock: @escaping @Sendable () -> Timestamp,
+        onStopAdvertising: (@Sendable () -> Void)? = nil
     ) {
         self.tickInterval = tickInterval
         self.transport = transport
         self.signer = signer
         self.ledger = ledger
         self.settlement = settlement
+        self.accepted = accepted
         lookUps = LookUpBackoff(first: lookUpInterval)
         self.clock = clock
         self.onStopAdvertising = onStopAdvertising
@@ -45,9 +51,12 @@ public actor CustomerDriver {
     }
 
     /// Starts receiving and handles transport events, and expiries on time, until the transport ends, `stop`, or
-    /// the calling task is cancelled.
+    /// the calling task is cancelled. Payments accepted before and never concluded are sought again first.
     public func run() async {
         machine.start()
+        let unconcluded = accepted?.unconcluded() ?? []
+        awaited.formUnion(unconcluded.map(\.request.paymentID))
+        perform(machine.restore(unconcluded))
         await withDiscardingTaskGroup { group in
             group.addTask { [self, tickInterval] in
                 while (try? await Task.sleep(for: tickInterval)) != nil { await tick() }
@@ -143,11 +152,18 @@ public actor CustomerDriver {
     private func perform(_ actions: [CustomerAction]) {
         for action in actions {
             switch action {
-            case .emit(let event): continuation.yield(event)
+            case .emit(let event):
+                if let id = Self.concludes(event), awaited.remove(id) != nil { accepted?.concluded(id) }
+                continuation.yield(event)
             case .send(let peer, let message): transport.send(message, to: peer)
-            case .sendAcceptance(let peer, let request, let terms, let session):
+            case .sendAcceptance(_, let request, let terms, let session):
                 do {
-                    perform(machine.acceptanceSigned(try signer.acceptance(of: request, terms: terms, session: session)))
+                    let acceptance = try signer.acceptance(of: request, terms: terms, session: session)
+                    if let accepted {
+                        try accepted.keep(request, acceptance)
+                        awaited.insert(request.paymentID)
+                    }
+                    perform(machine.acceptanceSigned(acceptance))
                 } catch {
                     perform(machine.acceptanceFailed(request.paymentID, error))
                 }
@@ -160,5 +176,15 @@ public actor CustomerDriver {
             }
         }
         if stopping { quiescence.check(machine.hasUnended) }
+    }
+
+    /// The payment whose outcome this event makes known: any terminal event but `outcome-unknown`, and the outcome
+    /// found later.
+    private static func concludes(_ event: CustomerEvent) -> PaymentID? {
+        switch event {
+        case .error(_, _, let error) where error.code == .outcomeUnknown: nil
+        case .outcomeFound(_, let id, _): id
+        default: event.terminalPayment
+        }
     }
 }

@@ -1,8 +1,11 @@
 import BlepayProtocol
 
 /// How long a driver waits before each status look-up of a payment whose outcome is unknown: `first`, doubling
-/// per attempt up to 30 s, so that a ledger that is away is not hammered and one that is back is asked soon.
+/// per attempt up to 30 s, so that a ledger that is away is not hammered and one that is back is asked soon; after
+/// `patientAfter` attempts (about ten minutes) on doubling up to an hour, for an outcome that may take days.
 struct LookUpBackoff {
+    static let patientAfter = 24
+
     let first: Duration
     private var attempts: [PaymentID: Int] = [:]
 
@@ -12,12 +15,17 @@ struct LookUpBackoff {
     mutating func next(_ id: PaymentID) -> Duration {
         let attempt = attempts[id, default: 0]
         attempts[id] = attempt + 1
-        return min(first * (1 << min(attempt, 16)), .seconds(30))
+        guard attempt >= Self.patientAfter else { return min(first * (1 << min(attempt, 16)), .seconds(30)) }
+        return min(.seconds(30) * (1 << min(attempt - Self.patientAfter + 1, 16)), .seconds(3600))
     }
 
-    /// The outcome is known: the next unknown starts from `first` again.
+    /// The outcome is known: the next unknown starts from `first` again. A payment the ledger does not know (yet)
+    /// is not one whose outcome is known.
     mutating func answered(_ id: PaymentID, _ outcome: LedgerOutcome) {
-        if case .unknown = outcome { return }
-        attempts[id] = nil
+        switch outcome {
+        case .unknown: return
+        case .notExecuted(let error) where error.code == .notFound: return
+        case .executed, .notExecuted: attempts[id] = nil
+        }
     }
 }
