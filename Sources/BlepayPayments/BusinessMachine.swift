@@ -349,7 +349,17 @@ public struct BusinessMachine: Sendable {
         -> [BusinessAction]
     {
         let id = result.paymentID
-        guard let payment = payments[id], case .customerExecuting(peer, let acceptance) = payment.phase else { return [] }
+        guard let payment = payments[id] else { return [] }
+        if case .executing(_, let acceptance, pending: true) = payment.phase, !payment.request.businessOnline,
+            acceptance.preAuthorization == nil, case .finished(let receipt) = result.outcome
+        {
+            // The winner's link went before its receipt came: it brings it over a new connection (§6.4b). The
+            // ledger's signature over this acceptance's payer and amounts proves it, whoever carries it.
+            let trusted = ledgerKeys ?? TrustedLedgerKeys([])
+            guard (try? receipt.verify(paying: payment.request, with: acceptance, trusting: trusted)) != nil else { return [] }
+            return conclude(id, .executed(receipt), toldByWinner: true, at: now)
+        }
+        guard case .customerExecuting(peer, let acceptance) = payment.phase else { return [] }
         payments[id]?.phase = .executing(winner: peer, acceptance: acceptance, pending: false)
         switch result.outcome {
         case .finished(let receipt):

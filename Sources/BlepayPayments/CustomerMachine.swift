@@ -35,6 +35,9 @@ public struct CustomerMachine: Sendable {
         var acceptance: PaymentAcceptance?
         /// Whether this customer executed it (and so owes the business the result, again if asked).
         var executedHere = false
+        /// Executed here and its link gone before the ledger answered: the business never heard the receipt, and
+        /// is sent it over the merchant's next connections.
+        var resultOwed = false
         /// How many new connections to its merchant were asked for its lost result.
         var queries = 0
         /// The ledger's last look-up found no such payment: it may still be made until `payableUntil`, not after.
@@ -101,6 +104,16 @@ public struct CustomerMachine: Sendable {
             payments[id]?.peer = peer
             payments[id]?.queries += 1
             queries.append(.send(peer, .resultQuery(ResultQuery(paymentID: id, acceptanceHash: acceptance.hash))))
+        }
+        for payment in payments.newestFirst.reversed()
+        where payment.resultOwed && payment.queries < Self.maximumResultQueries
+            && payment.request.merchantID == session.certificate.merchantID
+        {
+            guard let receipt = payment.receipt,
+                let result = try? PaymentResult(paymentID: payment.request.paymentID, outcome: .finished(receipt))
+            else { continue }
+            payments[result.paymentID]?.queries += 1
+            queries.append(.send(peer, .paymentResult(result)))
         }
         return queries
     }
@@ -207,6 +220,7 @@ public struct CustomerMachine: Sendable {
             guard Self.settles(receipt, id, acceptance) else { return [] }
             payments[id]?.receipt = receipt
             payments[id]?.phase = .ended(.finished)
+            payments[id]?.resultOwed = payment.executedHere
             return [.emit(.outcomeFound(payment.peer, id, .success(receipt)))]
         case .notExecuted(let error) where error.code != .notFound || payment.executedHere:
             payments[id]?.phase = .ended(.failed(error.code))
