@@ -51,6 +51,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var maximumPendingCount = 100
         public var maximumPendingTotal = 50_000
         public var maximumPendingHours = 72
+        /// What may wait under one customer's voucher.
+        public var maximumPendingPerVoucher = 10_000
         /// How old the ledger's deny list may be for vouchers to be taken.
         public var maximumDenyListHours = 24
         /// How often waiting payments are sent to the ledger, or the ledger is probed.
@@ -149,6 +151,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
                 try section.integer("maximum_pending_count", into: &configuration.offline.maximumPendingCount, in: 1...10_000)
                 try section.integer("maximum_pending_total", into: &configuration.offline.maximumPendingTotal, in: money)
                 try section.integer("maximum_pending_hours", into: &configuration.offline.maximumPendingHours, in: 1...720)
+                try section.integer(
+                    "maximum_pending_per_voucher", into: &configuration.offline.maximumPendingPerVoucher, in: money)
                 try section.integer("maximum_deny_list_hours", into: &configuration.offline.maximumDenyListHours, in: 1...720)
                 try section.integer("settle_interval_seconds", into: &configuration.offline.settleIntervalSeconds, in: 1...3600)
             }

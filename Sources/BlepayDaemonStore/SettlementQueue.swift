@@ -48,11 +48,18 @@ public struct SettlementQueue: Sendable {
         public var maximumTotalMinorUnits: UInt64
         /// Once the oldest waiting payment is this old, nothing more is kept until the ledger is reached.
         public var maximumAgeMilliseconds: UInt64
+        /// What may wait under any one voucher (one customer's device), amounts plus tips: however large a voucher
+        /// the ledger issued, the merchant bounds what one device may owe it before the ledger has had its say.
+        public var maximumPerVoucherMinorUnits: UInt64
 
-        public init(maximumCount: Int, maximumTotalMinorUnits: UInt64, maximumAgeMilliseconds: UInt64) {
+        public init(
+            maximumCount: Int, maximumTotalMinorUnits: UInt64, maximumAgeMilliseconds: UInt64,
+            maximumPerVoucherMinorUnits: UInt64 = .max
+        ) {
             self.maximumCount = maximumCount
             self.maximumTotalMinorUnits = maximumTotalMinorUnits
             self.maximumAgeMilliseconds = maximumAgeMilliseconds
+            self.maximumPerVoucherMinorUnits = maximumPerVoucherMinorUnits
         }
 
         /// No limit: a customer keeps a copy of every payment its businesses kept.
@@ -82,7 +89,7 @@ public struct SettlementQueue: Sendable {
                 return kept == Data(acceptance.encoded)
                     ? nil : QueueError(.conflict, "payment \(request.paymentID) is queued with another acceptance")
             }
-            if let limits, let reached = try Self.reached(limits, adding: acceptance.total, at: now, in: db) {
+            if let limits, let reached = try Self.reached(limits, adding: acceptance, at: now, in: db) {
                 return QueueError(.limitReached, reached)
             }
             if let presented = acceptance.preAuthorization, let reused = try Self.clash(presented, acceptance.total, in: db) {
@@ -131,7 +138,10 @@ public struct SettlementQueue: Sendable {
     }
 
     /// Which limit keeping `total` more would pass, if any.
-    private static func reached(_ limits: Limits, adding total: Money, at now: Timestamp, in db: Database) throws -> String? {
+    private static func reached(_ limits: Limits, adding acceptance: PaymentAcceptance, at now: Timestamp, in db: Database)
+        throws -> String?
+    {
+        let total = acceptance.total
         let waiting = try Row.fetchOne(
             db,
             sql: """
@@ -150,6 +160,19 @@ public struct SettlementQueue: Sendable {
             now.millisecondsSince1970 - min(now.millisecondsSince1970, UInt64(oldest)) >= limits.maximumAgeMilliseconds
         {
             return "the oldest payment has waited too long for the ledger"
+        }
+        if let voucher = acceptance.preAuthorization?.voucher.voucherID {
+            let owed = try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT coalesce(sum(c.total), 0) FROM voucher_claims c
+                    JOIN offline_payments p ON p.payment_id = c.payment_id
+                    WHERE c.voucher_id = ? AND p.outcome IS NULL
+                    """,
+                arguments: [Data(voucher.bytes)]) ?? 0
+            if UInt64(owed) + total.minorUnits > limits.maximumPerVoucherMinorUnits {
+                return "\(owed) \(total.currency.code) waits for the ledger under voucher \(voucher) already"
+            }
         }
         return nil
     }

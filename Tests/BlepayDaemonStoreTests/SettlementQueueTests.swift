@@ -157,6 +157,37 @@ import Testing
         #expect(try queue().summary().count == 4)
     }
 
+    /// However large the voucher, the merchant bounds what one device may owe it while the ledger is away; what the
+    /// ledger settled no longer counts, and another voucher has a bound of its own.
+    @Test func whatWaitsUnderOneVoucherIsBoundedByTheMerchant() throws {
+        let limits = SettlementQueue.Limits(
+            maximumCount: 100, maximumTotalMinorUnits: 100_000, maximumAgeMilliseconds: 3_600_000, maximumPerVoucherMinorUnits: 1_500)
+        let (big, small) = (try f.voucher(50_000), try f.voucher(50_000))
+        var spent: [FixedBytes<Bytes8>: (UInt32, UInt64)] = [:]
+        func keep(_ amount: UInt64, under voucher: PreAuthorizationVoucher) throws -> PaymentID {
+            let (sequence, before) = spent[voucher.voucherID] ?? (0, 0)
+            let (request, plain) = try pair(amount)
+            let acceptance = try PaymentAcceptance(
+                paymentID: plain.paymentID, amount: plain.amount, tipMinorUnits: 0, instrumentID: "card-1",
+                delegatedInstrument: false, createdAt: f.now, requestHash: plain.requestHash, sessionHash: plain.sessionHash,
+                customerKey: f.deviceKey,
+                preAuthorization: try PreAuthorizationPresentation(voucher: voucher, sequence: sequence + 1, spentBeforeMinorUnits: before),
+                signature: .unsigned)
+            try queue().enqueue(request, acceptance, at: f.now, limits: limits)
+            spent[voucher.voucherID] = (sequence + 1, before + amount)
+            return request.paymentID
+        }
+        let first = try keep(1_000, under: big)
+        let error = #expect(throws: QueueError.self) { _ = try keep(501, under: big) }
+        #expect(error?.code == .limitReached)
+        #expect(error?.message == "1000 EUR waits for the ledger under voucher \(big.voucherID) already")
+        _ = try keep(500, under: big)
+        _ = try keep(1_500, under: small)
+        let batch = try #require(try queue().batch(at: f.now))
+        try queue().close(batch, outcomes: [first: .settled], at: f.later(minutes: 1))
+        _ = try keep(1_000, under: big)
+    }
+
     @Test func aBatchCarriesAtMostTheLedgersLimit() throws {
         for minute in 0..<(SettlementQueue.batchLimit + 5) {
             let (request, acceptance) = try pair(10)

@@ -33,7 +33,10 @@ import Testing
             request_lifetime_seconds = 30
             [control]
             instance = "lane_2"
+            [offline]
+            maximum_pending_per_voucher = 2500
             """, file: "business.toml")
+        #expect(configuration.offline.maximumPendingPerVoucher == 2500 && configuration.offline.maximumPendingTotal == 50_000)
         #expect(configuration.adapter == "hci2" && configuration.maximumConnections == 3)
         #expect(configuration.ledgerURL == "http://10.0.2.1:8480")
         #expect(configuration.ledgerPublicKey?.bytes == Array(repeating: 0xAB, count: 32))
@@ -71,6 +74,8 @@ import Testing
          "is 1 to 32 letters, digits or underscores, not starting with a digit"),
         (.business, "[bluetooth]\nmaximum_connections = 0", "bluetooth.maximum_connections", "is an integer from 1 to 32"),
         (.business, "[payments]\nrequest_lifetime_seconds = 5", "payments.request_lifetime_seconds", "is an integer from 10 to 3600"),
+        (.business, "[offline]\nmaximum_pending_per_voucher = 0", "offline.maximum_pending_per_voucher",
+         "is an integer from 1 to 1000000000000"),
     ])
     func badValuesNameTheFileAndTheKey(role: DaemonConfiguration.Role, text: String, key: String, reason: String) {
         let withKey = text.hasPrefix("[ledger]") ? text : text + "\n[ledger]\npublic_key = \"\(Self.key)\""

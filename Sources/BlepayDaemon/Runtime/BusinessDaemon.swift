@@ -54,7 +54,8 @@ private func offline(_ context: DaemonContext) -> (policy: OfflinePolicy, settle
     guard settings.enabled, let currency = try? Currency(settings.currency) else { return nil }
     let limits = SettlementQueue.Limits(
         maximumCount: settings.maximumPendingCount, maximumTotalMinorUnits: UInt64(settings.maximumPendingTotal),
-        maximumAgeMilliseconds: UInt64(settings.maximumPendingHours) * 3_600_000)
+        maximumAgeMilliseconds: UInt64(settings.maximumPendingHours) * 3_600_000,
+        maximumPerVoucherMinorUnits: UInt64(settings.maximumPendingPerVoucher))
     let denyListAge = UInt64(settings.maximumDenyListHours) * 3_600_000
     let settlement = OfflineSettlement(
         queue: SettlementQueue(store: context.store), ledger: context.ledger,
