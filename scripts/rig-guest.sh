@@ -90,8 +90,12 @@ case $role in
     ;;
 esac
 
-btmon > "$work/$role.btmon.log" 2>&1 &
-/usr/libexec/bluetooth/bluetoothd -n -d > "$work/$role.bluetoothd.log" 2>&1 &
+if [[ -f $work/quiet ]]; then
+  /usr/libexec/bluetooth/bluetoothd -n > "$work/$role.bluetoothd.log" 2>&1 &
+else
+  btmon > "$work/$role.btmon.log" 2>&1 &
+  /usr/libexec/bluetooth/bluetoothd -n -d > "$work/$role.bluetoothd.log" 2>&1 &
+fi
 # Whether bluetoothd shows adapter $1. The reply is read whole: with 17 or more adapters it is longer than a pipe
 # holds, and a `grep -q` that stops reading early fails the pipeline (pipefail) however often it is tried.
 shows() {

@@ -66,6 +66,8 @@ kernel=$(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
 [[ -n $kernel ]] || die "no Debian kernel in /boot: run scripts/install-deps.sh"
 
 work=$(mktemp -d /tmp/blepay-rig.XXXXXX)
+# Benchmarks run the air as a product does: no btmon, bluetoothd without its debug log.
+[[ -z ${BLEPAY_RIG_QUIET:-} ]] || touch "$work/quiet"
 [[ -n $out ]] || out=$work/out
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
