@@ -39,6 +39,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var maximumTipPercent = 100
     /// Business: what is taken while the ledger cannot be reached.
     public var offline = Offline()
+    /// Customer: the vouchers the daemon obtains by itself.
+    public var vouchers = Vouchers()
     /// Set when several daemons of a role share a host: the bus name gets it as its last element.
     public var instance: String?
 
@@ -57,6 +59,21 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var maximumDenyListHours = 24
         /// How often waiting payments are sent to the ledger, or the ledger is probed.
         public var settleIntervalSeconds = 10
+    }
+
+    /// Customer: vouchers obtained without being asked, so that a pre-authorization is at hand when both sides are
+    /// offline (amounts in minor units of `currency`). Off by default: each one moves `limit` into escrow.
+    public struct Vouchers: Sendable, Hashable {
+        public var autoRenew = false
+        /// The instrument each voucher is drawn on; required when `autoRenew` is set.
+        public var instrument = ""
+        public var currency = "EUR"
+        public var limit = 5_000
+        public var lifetimeHours = 24
+        /// A new one is obtained once what is left on the usable vouchers in `currency` is below this…
+        public var renewBelow = 1_000
+        /// …or once every one of them expires within this many hours.
+        public var renewBeforeHours = 2
     }
 
     /// The well-known name this daemon owns on the bus.
@@ -157,10 +174,39 @@ public struct DaemonConfiguration: Sendable, Hashable {
                 try section.integer("settle_interval_seconds", into: &configuration.offline.settleIntervalSeconds, in: 1...3600)
             }
         }
+        if role == .customer {
+            try reader.section("vouchers") { section throws(ConfigurationError) in
+                try readVouchers(&section, into: &configuration.vouchers)
+            }
+        }
         try reader.finish()
         guard configuration.ledgerPublicKey != nil else {
             throw ConfigurationError(file: table.file, key: "ledger.public_key", reason: "is required")
         }
         return configuration
+    }
+
+    private static func readVouchers(_ section: inout TableReader, into vouchers: inout Vouchers)
+        throws(ConfigurationError)
+    {
+        try section.boolean("auto_renew", into: &vouchers.autoRenew)
+        try section.string("instrument", into: &vouchers.instrument)
+        if vouchers.autoRenew, vouchers.instrument.isEmpty {
+            throw section.error("instrument", "is required when auto_renew is true (the instrument vouchers are drawn on)")
+        }
+        try section.string("currency", into: &vouchers.currency)
+        guard (try? Currency(vouchers.currency)) != nil else {
+            throw section.error("currency", "is an ISO 4217 currency code such as \"EUR\"")
+        }
+        try section.integer("limit", into: &vouchers.limit, in: 1...1_000_000_000_000)
+        try section.integer("lifetime_hours", into: &vouchers.lifetimeHours, in: 1...720)
+        try section.integer("renew_below", into: &vouchers.renewBelow, in: 0...1_000_000_000_000)
+        // Above the limit, or with a window as long as a voucher lives, a voucher just obtained would already call
+        // for the next: the daemon would drain the instrument into escrow.
+        guard vouchers.renewBelow <= vouchers.limit else { throw section.error("renew_below", "is at most limit") }
+        try section.integer("renew_before_hours", into: &vouchers.renewBeforeHours, in: 0...719)
+        guard vouchers.renewBeforeHours < vouchers.lifetimeHours else {
+            throw section.error("renew_before_hours", "is less than lifetime_hours")
+        }
     }
 }

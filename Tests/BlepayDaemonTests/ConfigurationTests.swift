@@ -57,6 +57,36 @@ import Testing
         #expect(configuration.identityLifetimeSeconds == 600 && configuration.renewAddress)
     }
 
+    @Test func autoRenewIsOffByDefault() throws {
+        let configuration = try DaemonConfiguration.parse(.customer, "[ledger]\npublic_key = \"\(Self.key)\"", file: "c.toml")
+        #expect(configuration.vouchers == DaemonConfiguration(role: .customer).vouchers)
+        #expect(!configuration.vouchers.autoRenew && configuration.vouchers.instrument.isEmpty)
+        #expect(configuration.vouchers.limit == 5_000 && configuration.vouchers.renewBelow == 1_000)
+        #expect(configuration.vouchers.lifetimeHours == 24 && configuration.vouchers.renewBeforeHours == 2)
+        #expect(VoucherAutoRenew.Settings(configuration.vouchers) == nil)
+    }
+
+    @Test func theCustomerConfiguresAutoRenew() throws {
+        let configuration = try DaemonConfiguration.parse(.customer, """
+            [ledger]
+            public_key = "\(Self.key)"
+            [vouchers]
+            auto_renew = true
+            instrument = "in_card"
+            currency = "JPY"
+            limit = 20000
+            lifetime_hours = 72
+            renew_below = 5000
+            renew_before_hours = 12
+            """, file: "customer.toml")
+        let settings = try #require(VoucherAutoRenew.Settings(configuration.vouchers))
+        let limit = try Money(minorUnits: 20_000, currency: Currency("JPY"))
+        #expect(settings.instrumentID == "in_card" && settings.limit == limit)
+        #expect(settings.lifetimeSeconds == 72 * 3600)
+        #expect(settings.policy == VoucherRenewal(
+            currency: try Currency("JPY"), renewBelowMinorUnits: 5_000, renewBeforeMilliseconds: 12 * 3_600_000))
+    }
+
     @Test(arguments: [
         (DaemonConfiguration.Role.customer, "[bluetooth]\nadapter = \"bt0\"", "bluetooth.adapter", "is an adapter name such as \"hci0\""),
         (.customer, "[ledger]\nurl = \"ftp://ledger\"", "ledger.url", "is an http:// or https:// URL"),
@@ -76,6 +106,13 @@ import Testing
         (.business, "[payments]\nrequest_lifetime_seconds = 5", "payments.request_lifetime_seconds", "is an integer from 10 to 3600"),
         (.business, "[offline]\nmaximum_pending_per_voucher = 0", "offline.maximum_pending_per_voucher",
          "is an integer from 1 to 1000000000000"),
+        (.customer, "[vouchers]\nauto_renew = true", "vouchers.instrument",
+         "is required when auto_renew is true (the instrument vouchers are drawn on)"),
+        (.customer, "[vouchers]\nlimit = 2000\nrenew_below = 2001", "vouchers.renew_below", "is at most limit"),
+        (.customer, "[vouchers]\nlifetime_hours = 2", "vouchers.renew_before_hours", "is less than lifetime_hours"),
+        (.customer, "[vouchers]\nlifetime_hours = 721", "vouchers.lifetime_hours", "is an integer from 1 to 720"),
+        (.customer, "[vouchers]\ncurrency = \"euro\"", "vouchers.currency", "is an ISO 4217 currency code such as \"EUR\""),
+        (.business, "[vouchers]\nauto_renew = true", "vouchers", "is not a known key"),
     ])
     func badValuesNameTheFileAndTheKey(role: DaemonConfiguration.Role, text: String, key: String, reason: String) {
         let withKey = text.hasPrefix("[ledger]") ? text : text + "\n[ledger]\npublic_key = \"\(Self.key)\""

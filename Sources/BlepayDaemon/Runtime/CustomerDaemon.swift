@@ -25,6 +25,15 @@ public enum CustomerDaemon {
             reachable: "the ledger is reachable; an offline business's payments are executed here",
             unreachable: "the ledger is unreachable; an offline business's payments are made under a pre-authorization"))
         let advertised = Advertised()
+        let advertise: @Sendable () -> Void = {
+            let online: Capabilities = reachability.isReachable ? .online : []
+            advertised.set(online.union(vouchers.holdsUsable() ? .preAuthorization : []))
+        }
+        let renewal = VoucherAutoRenew.Settings(context.configuration.vouchers).map {
+            VoucherAutoRenew(settings: $0, vouchers: vouchers, clock: context.clock, logger: context.logger)
+        }
+        // The probes that reached the ledger, for the renewal; one waiting is enough.
+        let (reaching, reached) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // The signed pairs this customer paid under a voucher, settled by it too if its business does not get there
         // first: no device holds the only copy.
         let settlement = OfflineSettlement(
@@ -50,8 +59,15 @@ public enum CustomerDaemon {
             WatchdogService(notify: notify),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.
             ProbeService(interval: .seconds(context.configuration.ledgerProbeSeconds)) {
-                let online: Capabilities = await reachability.probe() ? .online : []
-                advertised.set(online.union(vouchers.holdsUsable() ? .preAuthorization : []))
+                if await reachability.probe() { reached.yield() }
+                advertise()
+            },
+            // Vouchers are renewed beside the probes, not in them: an obtain the ledger is slow to answer must not
+            // hold back what the advertisement says. One at a time, and one obtained is advertised at once.
+            LinkService(name: "VoucherRenewalService") {
+                for await _ in reaching {
+                    if case .obtained? = await renewal?.renewIfDue() { advertise() }
+                }
             },
             // Its verdicts are signalled by the control API, as the business's are.
             LinkService(name: "SettlementService") {
