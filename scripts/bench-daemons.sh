@@ -3,6 +3,8 @@
 # six adapters, then both offline), then one request broadcast to 10 customers (11 adapters) and to 20 (21), printed
 # as 'bench:' lines. Usage: scripts/bench-daemons.sh BIN_DIR [PAYMENTS] ['BROADCAST_CUSTOMERS ...'] [OFFLINE_PAYMENTS]
 set -euo pipefail
+# The air as a product has it: no btmon, no bluetoothd debug log (docs/rig.md).
+export BLEPAY_RIG_QUIET=1
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "${1:?usage: bench-daemons.sh BIN_DIR [PAYMENTS]}" && pwd)
 payments=${2:-50}

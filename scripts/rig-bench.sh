@@ -117,13 +117,15 @@ done
 record broadcast_shown "$(since "$last" "$asked")"
 accepted=$(now)
 blepayctl accept "$id" --instance c1 > /dev/null
-last=0
-for name in "${customers[@]:1}"; do
-  t=$(when "$name" otherPaid "$id")
-  last=$(python3 -c "import sys; print(max(map(float, sys.argv[1:])))" "$last" "$t")
-  record other_paid 1
-done
-record broadcast_other_paid "$(since "$last" "$accepted")"
+if ((count > 1)); then
+  last=0
+  for name in "${customers[@]:1}"; do
+    t=$(when "$name" otherPaid "$id")
+    last=$(python3 -c "import sys; print(max(map(float, sys.argv[1:])))" "$last" "$t")
+    record other_paid 1
+  done
+  record broadcast_other_paid "$(since "$last" "$accepted")"
+fi
 
 # Idle: CPU over 30 s without payments; peak RSS over the whole run.
 cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "/run/blepay-$1.pid")/stat"; }
@@ -171,9 +173,10 @@ result = {
        for key, kind in (("accept_to_finished_ms", "finished"), ("call_to_finished_ms", "finished_call"),
                          ("offline_accept_to_pending_ms", "offline_finished"),
                          ("offline_call_to_pending_ms", "offline_finished_call"))},
-    "broadcast": {"customers": len(samples["other_paid"]) + 1, "other_paid": len(samples["other_paid"]),
+    # With one customer there is nobody to hear otherPaid.
+    "broadcast": {"customers": len(samples.get("other_paid", [])) + 1, "other_paid": len(samples.get("other_paid", [])),
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
-                  "accept_to_last_other_paid_s": samples["broadcast_other_paid"][0]},
+                  "accept_to_last_other_paid_s": samples.get("broadcast_other_paid", [None])[0]},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
     "peak_rss_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("peak_rss_mb.")},
 }
