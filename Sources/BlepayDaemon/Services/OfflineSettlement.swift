@@ -5,6 +5,7 @@ import BlepayPayments
 import BlepayProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// Payments taken offline, from acceptance to the ledger's verdict: on the business, each is kept in the state file
 /// under the merchant's limits before the customer hears it finished (`OfflineQueue`); on the customer, each its
@@ -32,6 +33,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     private let denyList: DenyListRefresh?
     private let denyLists = AsyncStream<DenyList>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let rounds = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    private let deadlines = Mutex(SettlementDeadlines())
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     /// `settled` and `settlementRefused`, as the ledger decides each payment.
     public let events: AsyncStream<BusinessEvent>
@@ -125,8 +127,17 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     }
 
     /// Sends batch after batch until none waits or the ledger cannot be reached; with none waiting, probes it. With
-    /// the ledger there, the deny list is refreshed too.
+    /// the ledger there, the deny list is refreshed too. Then what still waits is checked against its deadline.
     func round() async {
+        await settle()
+        do {
+            try warnOfDeadlines()
+        } catch {
+            logger.error("the settlement queue could not be read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func settle() async {
         do {
             var sent = false
             while let batch = try queue.batch(at: clock()) {
@@ -137,6 +148,30 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
             if reachability.isReachable, let list = await denyList?.refresh() { denyLists.continuation.yield(list) }
         } catch {
             logger.error("the settlement queue failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Logs what nears, or passed, its voucher's expiry while it waits (`SettlementDeadlines`).
+    private func warnOfDeadlines() throws {
+        let waiting = try queue.entries(ended: 0).compactMap { entry -> SettlementDeadlines.Waiting? in
+            guard let voucher = entry.acceptance.preAuthorization?.voucher else { return nil }
+            return SettlementDeadlines.Waiting(
+                payment: entry.request.paymentID, keptAt: entry.queuedAt, deadline: voucher.expiresAt)
+        }
+        let now = clock()
+        for warning in deadlines.withLock({ $0.check(waiting, at: now) }) {
+            let metadata: Logger.Metadata = [
+                "payment": "\(warning.waiting.payment)", "voucher_expires_at": "\(warning.waiting.deadline)",
+            ]
+            if warning.level == .past {
+                logger.error(
+                    "an offline payment waited past its voucher's expiry: the ledger takes it only within its grace",
+                    metadata: metadata)
+            } else {
+                logger.warning(
+                    "an offline payment has waited \(warning.level.rawValue)% of the time to its voucher's expiry: reach the ledger to settle it",
+                    metadata: metadata)
+            }
         }
     }
 
