@@ -148,3 +148,27 @@ import Testing
         }
     }
 }
+
+extension InputTests {
+    /// A merchant's account name is what its certificates show payers: nothing invisible that could make it pass for
+    /// another merchant's, or reorder what is shown around it, is taken.
+    @Test(arguments: StorageKind.allCases)
+    func aNameThatCouldPassForAnotherIsRefused(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            for (n, name) in ["Bob\u{202E}skcubratS", "Star\u{200B}bucks", "\u{2066}Starbucks\u{2069}"].enumerated() {
+                do {
+                    _ = try await ledger.admin.post(
+                        "/v1/accounts", CreateAccount(kind: .merchant, name: name), operation: "spoof-\(n)",
+                        as: AccountResource.self)
+                    Issue.record("the name \(name.unicodeScalars.map(\.value)) was taken")
+                } catch {
+                    guard case LedgerClientError.refused(let status, let detail) = error else { throw error }
+                    #expect(status == 400 && detail.fields?.first?.path == "name" && detail.fields?.first?.code == "invalid-text")
+                }
+            }
+            let cafe = try await ledger.admin.post(
+                "/v1/accounts", CreateAccount(kind: .merchant, name: "Café Zürich"), operation: "plain", as: AccountResource.self)
+            #expect(cafe.name == "Café Zürich")
+        }
+    }
+}

@@ -78,6 +78,21 @@ import Testing
         #expect(protocolError { _ = try Text.validate(String(repeating: "x", count: 65), field: "f", limit: 64) } == .stringTooLong)
         #expect(protocolError { _ = try Text.validate("a\u{7}b", field: "f", limit: 64) } == .invalidValue)
         #expect(protocolError { _ = try Text.validateIdentifier("no spaces", field: "f") } == .invalidValue)
+        // A merchant's name carries nothing invisible that could make it pass for another, or reorder the display.
+        for spoof in ["Bob\u{202E}skcubratS", "Star\u{200B}bucks", "Starbucks\u{2066}", "\u{FEFF}Starbucks", "Star\u{AD}bucks",
+            "Star\u{200D}bucks", "\u{061C}Café"]
+        {
+            #expect(protocolError { _ = try Text.validateName(spoof, field: "f", limit: 64) } == .invalidValue)
+        }
+        for name in ["Café Zürich", "Bob's Kiosk", "東京カフェ", "مقهى", "Ristorante 💶"] {
+            #expect(throws: Never.self) { _ = try Text.validateName(name, field: "f", limit: 64) }
+        }
+        #expect(protocolError {
+            _ = try PaymentRequest(
+                paymentID: Sample.paymentID, amount: Sample.request.amount, reference: nil, merchantID: "m_cafe.42",
+                merchantName: "Caf\u{202E}é", createdAt: Sample.request.createdAt, expiresAt: Sample.request.expiresAt,
+                businessOnline: true, signature: Sample.signature)
+        } == .invalidValue)
         #expect(protocolError { _ = try PaymentID(bytes: [1, 2, 3]) } == .invalidLength)
         #expect(protocolError { _ = try AdvertisementData(encoded: [1, 2, 3]) } == .invalidLength)
     }

@@ -99,6 +99,14 @@ import Testing
             businessOnline: true, signature: Sample.signature
         ).signed(by: Parties.merchantKey)
         #expect(protocolError { try customer.verify(other) } == .invalidSignature)
+        // Signed by the merchant, under its own id, and calling itself something else: the payer would be shown a
+        // name the ledger never certified.
+        let posing = try PaymentRequest(
+            paymentID: Sample.paymentID, amount: Sample.request.amount, reference: nil, merchantID: "m_cafe.42",
+            merchantName: "Starbucks", createdAt: Parties.now, expiresAt: Parties.now.adding(milliseconds: 60_000),
+            businessOnline: true, signature: Sample.signature
+        ).signed(by: Parties.merchantKey)
+        #expect(protocolError { try customer.verify(posing) } == .invalidSignature)
     }
 
     @Test func anAcceptanceIsBoundToItsRequestAndSession() throws {

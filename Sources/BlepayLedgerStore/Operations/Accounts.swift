@@ -8,7 +8,8 @@ extension LedgerOperations {
     static func merchantBook(_ account: String) -> AccountID { AccountID("merchant:\(account)") }
 
     public func createAccount(_ tx: any SQLTransaction, _ body: CreateAccount, at now: Timestamp) throws -> AccountResource {
-        let name = try Self.text(body.name, field: "name", limit: 64)
+        // A merchant's account name is what its certificates show payers.
+        let name = try Self.name(body.name, field: "name", limit: 64)
         let id = Self.randomID("acc_")
         let token = Data(Self.randomBytes(32)).base64EncodedString()
         try tx.run(

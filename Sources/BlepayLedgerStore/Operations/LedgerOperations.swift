@@ -74,6 +74,13 @@ public struct LedgerOperations: Sendable {
         }
     }
 
+    /// A name shown to payers: no invisible formatting characters (`Text.validateName`).
+    static func name(_ value: String, field: String, limit: Int) throws(APIError) -> String {
+        do { return try Text.validateName(value, field: field, limit: limit) } catch {
+            throw APIError.invalid(field, "invalid-text", error.message)
+        }
+    }
+
     static func money(_ amount: Int64, _ currency: String) throws(APIError) -> Money {
         let code: Currency
         do { code = try Currency(currency) } catch { throw APIError.invalid("currency", "invalid-currency", error.message) }

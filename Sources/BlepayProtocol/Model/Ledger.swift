@@ -76,7 +76,8 @@ public struct MerchantCertificate: Sendable, Hashable {
     ) throws(ProtocolError) {
         guard validUntil > validFrom else { throw ProtocolError(.invalidValue, "a certificate ends after it starts") }
         self.merchantID = try Text.validateIdentifier(merchantID, field: "merchant id")
-        self.merchantName = try Text.validate(merchantName, field: "merchant name", limit: PaymentRequest.merchantNameLimit)
+        self.merchantName = try Text.validateName(
+            merchantName, field: "merchant name", limit: PaymentRequest.merchantNameLimit)
         self.signingKey = signingKey
         self.noiseKey = noiseKey
         self.validFrom = validFrom

@@ -33,7 +33,7 @@ public struct PaymentRequest: Sendable, Hashable {
             try Text.validate(r, field: "reference", limit: Self.referenceLimit)
         }
         self.merchantID = try Text.validateIdentifier(merchantID, field: "merchant id")
-        self.merchantName = try Text.validate(merchantName, field: "merchant name", limit: Self.merchantNameLimit)
+        self.merchantName = try Text.validateName(merchantName, field: "merchant name", limit: Self.merchantNameLimit)
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.businessOnline = businessOnline

@@ -59,6 +59,19 @@ public enum Text {
         return text
     }
 
+    /// A name shown to a payer (a merchant's): as `validate`, and without invisible formatting characters (general
+    /// category Cf: bidi embeddings, overrides and isolates, zero-width spaces and joiners, the word joiner, the byte
+    /// order mark, the soft hyphen), with which one name can be made to look like another, or to reorder what is
+    /// shown around it.
+    public static func validateName(_ text: String, field: String, limit: Int) throws(ProtocolError) -> String {
+        let text = try validate(text, field: field, limit: limit)
+        if let hidden = text.unicodeScalars.first(where: { $0.properties.generalCategory == .format }) {
+            let code = String(hidden.value, radix: 16, uppercase: true)
+            throw ProtocolError(.invalidValue, "\(field) contains the invisible character U+\(code)")
+        }
+        return text
+    }
+
     /// Identifiers (merchant and instrument ids): 1 to 64 of `A-Z a-z 0-9 . _ : -`.
     public static func validateIdentifier(_ text: String, field: String) throws(ProtocolError) -> String {
         guard (1...64).contains(text.utf8.count),

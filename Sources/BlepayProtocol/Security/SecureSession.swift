@@ -56,10 +56,15 @@ public struct SecureSession: Sendable {
     }
 
     /// The customer's check of a request before it is shown: signed by the key the certificate vouches for, and
-    /// from the certificate's merchant.
+    /// from the certificate's merchant, under the certificate's name: the name a payer sees is the one the ledger
+    /// certified, never the request's own text.
     public func verify(_ request: PaymentRequest) throws(ProtocolError) {
         guard request.merchantID == certificate.merchantID else {
             throw ProtocolError(.invalidSignature, "the request names merchant \(request.merchantID), not the certificate's")
+        }
+        guard request.merchantName == certificate.merchantName else {
+            throw ProtocolError(
+                .invalidSignature, "the request calls its merchant \"\(request.merchantName)\", not the certificate's name")
         }
         guard isValidSignature(request.signature, of: request.signingBytes, by: certificate.signingKey) else {
             throw ProtocolError(.invalidSignature, "the request's signature does not verify")
