@@ -28,16 +28,18 @@ CURRENCY_EXPONENTS = {"USD": 2, "EUR": 2, "JPY": 0}
 
 # Device requests (docs/ledger.md, Security).
 
-def canonical(method, path, timestamp, nonce, body):
-    """The bytes a device MACs: the method, the path with its query as sent, the time, the nonce, the body's hash."""
-    return "\n".join(["blepay-ledger/1", method.upper(), path, str(timestamp), nonce,
+def canonical(method, path, timestamp, nonce, idempotency_key, body):
+    """The bytes a device MACs: the method, the path with its query as sent, the time, the nonce, the idempotency key
+    (empty when none is sent), the body's hash."""
+    return "\n".join(["blepay-ledger/2", method.upper(), path, str(timestamp), nonce, idempotency_key or "",
                       hashlib.sha256(body).hexdigest()]).encode()
 
 
-def device_headers(device, method, path, body):
+def device_headers(device, method, path, body, idempotency_key=None):
     """The four `Blepay-*` headers of one request by `device` (`{"id", "secret"}` as enrollment answered)."""
     timestamp, nonce = int(time.time()), uuid.uuid4().hex
-    mac = hmac.new(base64.b64decode(device["secret"]), canonical(method, path, timestamp, nonce, body), hashlib.sha256)
+    data = canonical(method, path, timestamp, nonce, idempotency_key, body)
+    mac = hmac.new(base64.b64decode(device["secret"]), data, hashlib.sha256)
     return {"Blepay-Device": device["id"], "Blepay-Timestamp": str(timestamp), "Blepay-Nonce": nonce,
             "Blepay-Signature": mac.hexdigest()}
 
@@ -59,7 +61,7 @@ class Ledger:
         if bearer is not None:
             headers["Authorization"] = f"Bearer {bearer}"
         if device is not None:
-            headers.update(device_headers(device, method, path, data))
+            headers.update(device_headers(device, method, path, data, headers.get("Idempotency-Key")))
         response = self.session.request(method, self.url + path, data=data, headers=headers, timeout=30)
         if response.status_code not in expect:
             raise SystemExit(f"contract fixtures: {method} {path} answered {response.status_code}: {response.text}")

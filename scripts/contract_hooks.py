@@ -163,7 +163,7 @@ def process_call_kwargs(context, case, kwargs):
         headers["Authorization"] = f"Bearer {FIXTURES['merchant' if business else 'customer']['enrollmentToken']}"
     elif route not in PUBLIC:
         device = FIXTURES["merchant" if (method, route) in MERCHANT else "customer"]["device"]
-        headers.update(device_headers(device, method, path, body))
+        headers.update(device_headers(device, method, path, body, headers.get("Idempotency-Key")))
     case.headers = headers
 
 

@@ -150,7 +150,8 @@ public struct LedgerClient: Sendable {
             request.headers.add(name: RequestAuthentication.timestampHeader, value: "\(timestamp)")
             request.headers.add(name: RequestAuthentication.nonceHeader, value: nonce)
             request.headers.add(name: RequestAuthentication.signatureHeader, value: RequestAuthentication.sign(
-                method: method, path: path, timestamp: timestamp, nonce: nonce, body: body, secret: secret))
+                method: method, path: path, timestamp: timestamp, nonce: nonce, idempotencyKey: idempotencyKey, body: body,
+                secret: secret))
         }
         if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await http.execute(request, timeout: retry.timeout)

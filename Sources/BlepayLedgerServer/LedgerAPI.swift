@@ -148,7 +148,8 @@ struct LedgerAPI: Sendable {
             do {
                 let nonce = try RequestAuthentication.verify(
                     method: head.method, path: head.path, timestamp: head.timestamp, nonce: head.nonce,
-                    signature: head.signature, body: body, secret: SymmetricKey(data: device.secret),
+                    idempotencyKey: head.idempotencyKey, signature: head.signature, body: body,
+                    secret: SymmetricKey(data: device.secret),
                     now: Int64(now.millisecondsSince1970 / 1000))
                 guard try operations.spendNonce(tx, device: device.id, nonce: nonce, at: now) else {
                     throw RequestAuthentication.Failure(.reusedNonce)

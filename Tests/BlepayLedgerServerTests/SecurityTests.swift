@@ -81,6 +81,29 @@ import Testing
         }
     }
 
+    /// Someone on the way sends a device's request first under another idempotency key: were the key not covered by
+    /// the MAC, the ledger would carry it out, and the device's own retry (its nonce now spent, a new one, its own
+    /// key) would carry it out again.
+    @Test(arguments: StorageKind.allCases)
+    func aRequestSentUnderAnotherIdempotencyKeyIsRefused(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 10_000)
+            let request = try ledger.request(by: cafe, amount: 3_000)
+            let acceptance = try ledger.acceptance(of: request, by: alice)
+            let path = "/v1/payments/\(request.paymentID)/acceptance"
+            let body = try LedgerClient.encode(AcceptPayment(
+                acceptance: Data(acceptance.encoded).base64EncodedString(), request: Data(request.encoded).base64EncodedString()))
+            let signed = ledger.signed("POST", path, body: body, device: alice.device, idempotencyKey: "pay-1")
+            let swapped = signed.map { $0.0 == "Idempotency-Key" ? ($0.0, "pay-2") : $0 }
+            let forged = try await ledger.raw("POST", path, headers: swapped, body: body)
+            #expect(forged.status == 401 && forged.error?.code == "auth.bad-signature")
+            let sent = try await ledger.raw("POST", path, headers: signed, body: body)
+            #expect(sent.status == 200)
+            #expect(try await alice.client.instruments().first?.balances.first?.posted == 7_000)
+        }
+    }
+
     @Test(arguments: StorageKind.allCases)
     func aRefusalIsReplayedToo(kind: StorageKind) async throws {
         try await RunningLedger.with(kind) { ledger in

@@ -9,16 +9,17 @@ import Testing
 
     func verify(
         method: String = "POST", path: String = "/v1/payments", timestamp: Int64? = nil, nonce: String? = "n-1",
-        signature: String? = nil, body: [UInt8]? = nil, key: SymmetricKey? = nil, nonces: inout Set<String>
+        idempotencyKey: String? = "k-1", signature: String? = nil, body: [UInt8]? = nil, key: SymmetricKey? = nil,
+        nonces: inout Set<String>
     ) -> RequestAuthentication.Failure.Code? {
         let timestamp = timestamp ?? now
         let signature = signature ?? RequestAuthentication.sign(
-            method: "POST", path: "/v1/payments", timestamp: timestamp, nonce: nonce ?? "", body: self.body,
-            secret: key ?? secret)
+            method: "POST", path: "/v1/payments", timestamp: timestamp, nonce: nonce ?? "", idempotencyKey: "k-1",
+            body: self.body, secret: key ?? secret)
         do {
             let nonce = try RequestAuthentication.verify(
-                method: method, path: path, timestamp: timestamp, nonce: nonce, signature: signature,
-                body: body ?? self.body, secret: secret, now: now)
+                method: method, path: path, timestamp: timestamp, nonce: nonce, idempotencyKey: idempotencyKey,
+                signature: signature, body: body ?? self.body, secret: secret, now: now)
             return nonces.insert(nonce).inserted ? nil : .reusedNonce
         } catch { return error.code }
     }
@@ -35,6 +36,9 @@ import Testing
         #expect(verify(method: "GET", nonces: &nonces) == .badSignature)
         #expect(verify(path: "/v1/payments/other", nonces: &nonces) == .badSignature)
         #expect(verify(body: Array(#"{"amount":9999}"#.utf8), nonces: &nonces) == .badSignature)
+        // Sent again under another key, one intended request would count twice: the key is covered too.
+        #expect(verify(idempotencyKey: "k-2", nonces: &nonces) == .badSignature)
+        #expect(verify(idempotencyKey: nil, nonces: &nonces) == .badSignature)
         #expect(verify(key: SymmetricKey(data: [UInt8](repeating: 1, count: 32)), nonces: &nonces) == .badSignature)
         #expect(verify(signature: String(repeating: "0", count: 64), nonces: &nonces) == .badSignature)
         // A failed request does not spend its nonce.
@@ -55,13 +59,15 @@ import Testing
 
     @Test func theCanonicalFormIsStable() {
         // Pinned so that a client in another language can check its signer against it.
-        let canonical = RequestAuthentication.canonical(method: "post", path: "/v1/payments", timestamp: 1, nonce: "n", body: [])
+        let canonical = RequestAuthentication.canonical(
+            method: "post", path: "/v1/payments", timestamp: 1, nonce: "n", idempotencyKey: "k", body: [])
         #expect(String(decoding: canonical, as: UTF8.self) == """
-            blepay-ledger/1
+            blepay-ledger/2
             POST
             /v1/payments
             1
             n
+            k
             e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
             """)
     }

@@ -192,7 +192,9 @@ public final class RunningLedger: Sendable {
             (RequestAuthentication.deviceHeader, device.id), (RequestAuthentication.timestampHeader, "\(timestamp)"),
             (RequestAuthentication.nonceHeader, nonce),
             (RequestAuthentication.signatureHeader,
-             RequestAuthentication.sign(method: method, path: path, timestamp: timestamp, nonce: nonce, body: body, secret: secret)),
+             RequestAuthentication.sign(
+                method: method, path: path, timestamp: timestamp, nonce: nonce, idempotencyKey: idempotencyKey, body: body,
+                secret: secret)),
         ]
         if let idempotencyKey { headers.append(("Idempotency-Key", idempotencyKey)) }
         return headers
