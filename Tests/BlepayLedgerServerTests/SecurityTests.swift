@@ -120,3 +120,23 @@ import Testing
         }
     }
 }
+
+extension SecurityTests {
+    /// A copy of the database does not give card data away: the card number is nowhere in it, and the fingerprint
+    /// of the request that carried it (with its CVC) is keyed, so that guesses cannot be tested against it.
+    @Test(arguments: StorageKind.allCases)
+    func cardDataCannotBeRecoveredFromTheDatabase(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            _ = try await ledger.customer(balance: 1_000)
+            let fingerprints = try await ledger.storage.storage.read { tx in
+                try tx.rows("SELECT parameters_hash FROM idempotency_keys", []).map { try $0.text(0) }
+            }
+            #expect(!fingerprints.isEmpty && fingerprints.allSatisfy { $0.hasPrefix("hmac-sha256:") })
+            guard let path = ledger.storage.sqlitePath else { return }
+            for file in [path, path + "-wal"] {
+                let bytes = (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data()
+                #expect(bytes.range(of: Data("4242424242424242".utf8)) == nil, "\(file)")
+            }
+        }
+    }
+}

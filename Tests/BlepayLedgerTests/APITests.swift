@@ -1,4 +1,5 @@
 import BlepayLedger
+import BlepayProtocol
 import Crypto
 import Testing
 
@@ -74,15 +75,33 @@ import Testing
 }
 
 @Suite struct IdempotencyTests {
+    let key = IdempotencyRecord.fingerprintKey(from: SigningKey())
+
+    func decide(_ stored: IdempotencyRecord?, _ body: String, key: SymmetricKey? = nil) -> IdempotencyRecord.Decision {
+        IdempotencyRecord.decide(stored: stored, method: "POST", path: "/v1/payments", body: Array(body.utf8), key: key ?? self.key)
+    }
+
     @Test func theSameKeyReplaysAndOtherParametersConflict() throws {
-        let hash = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array("a".utf8))
-        #expect(IdempotencyRecord.decide(stored: nil, parametersHash: hash) == .execute)
+        let hash = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array("a".utf8), key: key)
+        #expect(decide(nil, "a") == .execute)
         let stored = IdempotencyRecord(key: "k-1", parametersHash: hash, status: 201, response: Array("{}".utf8))
-        #expect(IdempotencyRecord.decide(stored: stored, parametersHash: hash) == .replay(status: 201, response: Array("{}".utf8)))
-        let other = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array("b".utf8))
-        #expect(other != hash)
-        #expect(IdempotencyRecord.decide(stored: stored, parametersHash: other) == .conflict)
-        #expect(IdempotencyRecord.parametersHash(method: "post", path: "/v1/payments", body: Array("a".utf8)) == hash)
+        #expect(decide(stored, "a") == .replay(status: 201, response: Array("{}".utf8)))
+        #expect(decide(stored, "b") == .conflict)
+        #expect(IdempotencyRecord.parametersHash(method: "post", path: "/v1/payments", body: Array("a".utf8), key: key) == hash)
+    }
+
+    /// Whoever copies the database cannot test guesses of what a request carried: without the ledger's key the
+    /// fingerprint of a guess does not match. A record kept before fingerprints were keyed still answers its retry.
+    @Test func theFingerprintIsKeyedAndOlderPlainOnesStillReplay() throws {
+        let body = #"{"type":"card","card":{"number":"4242424242424242","cvc":"123"}}"#
+        let hash = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array(body.utf8), key: key)
+        let plain = SHA256.hash(data: Array("POST /v1/payments\n\(body)".utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(hash.hasPrefix("hmac-sha256:") && !hash.contains(plain))
+        let other = IdempotencyRecord.fingerprintKey(from: SigningKey())
+        #expect(IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array(body.utf8), key: other) != hash)
+        let old = IdempotencyRecord(key: "k-1", parametersHash: plain, status: 201, response: Array("{}".utf8))
+        #expect(decide(old, body) == .replay(status: 201, response: Array("{}".utf8)))
+        #expect(decide(old, body + " ") == .conflict)
     }
 
     @Test func keysAreOneTo255PrintableCharacters() throws {

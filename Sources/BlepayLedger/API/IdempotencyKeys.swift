@@ -3,10 +3,14 @@ import Crypto
 
 /// The `Idempotency-Key` rule for every POST: the first request with a key is carried out and its response kept;
 /// the same key with the same parameters gets that response again; with other parameters, a conflict. A value type
-/// over what storage keeps (key → parameters' hash and response).
+/// over what storage keeps (key → parameters' fingerprint and response).
+///
+/// The fingerprint is an HMAC under a key only the ledger holds: a plain hash of a body that carries a card number
+/// and CVC lets whoever copies the database test guesses of them, and finds them in seconds.
 public struct IdempotencyRecord: Sendable, Hashable, Codable {
     public let key: String
-    /// SHA-256 of the method, path and body, hex.
+    /// `hmac-sha256:` and the HMAC of the method, path and body, hex; a record kept before fingerprints were keyed
+    /// holds the plain SHA-256, hex.
     public let parametersHash: String
     public let status: Int
     public let response: [UInt8]
@@ -41,16 +45,41 @@ public struct IdempotencyRecord: Sendable, Hashable, Codable {
         return key
     }
 
-    public static func parametersHash(method: String, path: String, body: [UInt8]) -> String {
+    static let keyedPrefix = "hmac-sha256:"
+
+    /// The fingerprint of a request's parameters under the ledger's `key`.
+    public static func parametersHash(method: String, path: String, body: [UInt8], key: SymmetricKey) -> String {
+        var mac = HMAC<SHA256>(key: key)
+        mac.update(data: Array("\(method.uppercased()) \(path)\n".utf8))
+        mac.update(data: body)
+        return keyedPrefix + mac.finalize().hex
+    }
+
+    /// The fingerprint records made before fingerprints were keyed hold; they age out with their records.
+    static func unkeyedHash(method: String, path: String, body: [UInt8]) -> String {
         var hasher = SHA256()
         hasher.update(data: Array("\(method.uppercased()) \(path)\n".utf8))
         hasher.update(data: body)
         return hasher.finalize().hex
     }
 
-    /// What to do with a request given the record stored under its key, if any.
-    public static func decide(stored: IdempotencyRecord?, parametersHash: String) -> Decision {
+    /// What to do with a request given the record stored under its key, if any; `fingerprint` is the request's
+    /// under the ledger's key (a record from before keyed fingerprints is compared with the plain hash).
+    public static func decide(
+        stored: IdempotencyRecord?, method: String, path: String, body: [UInt8], key: SymmetricKey
+    ) -> Decision {
         guard let stored else { return .execute }
-        return stored.parametersHash == parametersHash ? .replay(status: stored.status, response: stored.response) : .conflict
+        let same = stored.parametersHash.hasPrefix(keyedPrefix)
+            ? stored.parametersHash == parametersHash(method: method, path: path, body: body, key: key)
+            : stored.parametersHash == unkeyedHash(method: method, path: path, body: body)
+        return same ? .replay(status: stored.status, response: stored.response) : .conflict
+    }
+
+    /// The fingerprint key a ledger derives from its signing key: the same for every process of one ledger, and
+    /// nothing anyone without that key can compute.
+    public static func fingerprintKey(from ledgerKey: SigningKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: ledgerKey.seed), info: Array("blepay-ledger idempotency fingerprint".utf8),
+            outputByteCount: 32)
     }
 }

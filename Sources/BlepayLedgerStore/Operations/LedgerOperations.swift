@@ -32,6 +32,8 @@ public struct Device: Sendable, Hashable {
 /// response commit together or not at all.
 public struct LedgerOperations: Sendable {
     public let ledgerKey: SigningKey
+    /// What idempotency records fingerprint requests under (`IdempotencyRecord`).
+    public let fingerprintKey: SymmetricKey
     /// How long a business's merchant certificate is valid.
     public var certificateLifetimeMilliseconds: UInt64 = 365 * 24 * 3600 * 1000
     /// Bounds of a pre-authorization's lifetime.
@@ -41,7 +43,10 @@ public struct LedgerOperations: Sendable {
     public var preAuthorizationGraceMilliseconds: UInt64 = 24 * 3600 * 1000
     public static let maximumSettlementItems = 100
 
-    public init(ledgerKey: SigningKey) { self.ledgerKey = ledgerKey }
+    public init(ledgerKey: SigningKey) {
+        self.ledgerKey = ledgerKey
+        fingerprintKey = IdempotencyRecord.fingerprintKey(from: ledgerKey)
+    }
 
     public var ledgerKeyResource: LedgerKeyResource {
         LedgerKeyResource(keyId: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey).bytes.hex, publicKey: ledgerKey.publicKey.bytes.hex)
