@@ -135,6 +135,7 @@ let package = Package(
         .target(
             name: "BlepayLedgerClient",
             dependencies: [
+                "BlepayConfiguration",
                 "BlepayLedger",
                 "BlepayPayments",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

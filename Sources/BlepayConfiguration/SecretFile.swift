@@ -4,8 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// A secret kept in a file only its owner can read: created on first start (exclusively, mode 0600, synced), read
-/// on every later one. A file others can read is refused rather than trusted.
+/// A secret kept in a file only its owner can read: created on first start (whole or not at all, mode 0600, synced
+/// with its directory entry), read on every later one. A file others can read is refused rather than trusted.
 public enum SecretFile {
     public struct Failure: Error, CustomStringConvertible {
         public let path: String
@@ -16,17 +16,21 @@ public enum SecretFile {
     public static func loadOrCreate(_ path: String, create: () -> [UInt8]) throws -> [UInt8] {
         if FileManager.default.fileExists(atPath: path) { return try load(path) }
         let bytes = create()
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            if errno == EEXIST { return try load(path) }  // another process made it first
+        // Written whole under a name of its own, then linked into place: a crash leaves no half-written secret, and
+        // of two processes starting together the first link wins and the other reads it.
+        let temporary = "\(path).\(getpid()).new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        defer { unlink(temporary) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else { throw Failure(path: path, reason: "cannot be written") }
+        guard link(temporary, path) == 0 else {
+            if errno == EEXIST { return try load(path) }
             throw Failure(path: path, reason: String(cString: strerror(errno)))
         }
-        defer { close(fd) }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(fd) == 0 else {
-            unlink(path)
-            throw Failure(path: path, reason: "cannot be written")
-        }
+        try DurableFile.syncDirectory(containing: path)
         return bytes
     }
 

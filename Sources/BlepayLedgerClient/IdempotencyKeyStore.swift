@@ -1,7 +1,9 @@
+import BlepayConfiguration
 import Foundation
 
 /// Idempotency keys kept on disk, one file per logical operation (e.g. `accept-<payment id>-<acceptance>`): the key is written
-/// and synced before the request is first sent, so a retry after a crash or restart reuses it and the ledger
+/// and synced (with its directory entry: a key lost to a power cut would have the retry sent under a new one) before
+/// the request is first sent, so a retry after a crash or restart reuses it and the ledger
 /// answers with the first outcome instead of executing again. Forgotten once the outcome is final.
 public struct IdempotencyKeyStore: Sendable {
     public let directory: String
@@ -25,6 +27,7 @@ public struct IdempotencyKeyStore: Sendable {
         try handle.synchronize()
         try handle.close()
         guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+        try DurableFile.syncDirectory(containing: path)
         return key
     }
 

@@ -1,0 +1,16 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What makes a file that was just created or renamed survive a power loss: its directory's entry synced too.
+public enum DurableFile {
+    public static func syncDirectory(containing path: String) throws(SecretFile.Failure) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SecretFile.Failure(path: directory, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw SecretFile.Failure(path: directory, reason: "cannot be synced") }
+    }
+}
