@@ -151,6 +151,10 @@ public struct BusinessMachine: Sendable {
         case .executed(let receipt):
             guard receipt.paymentID == id, receipt.amount == acceptance.amount,
                 receipt.tipMinorUnits == acceptance.tipMinorUnits,
+                // With ledger keys, only a receipt one of them signed for this payer and total is payment (a pending one
+                // is this business's own acknowledgement of what it kept).
+                receipt.status == .pendingSettlement
+                    || ledgerKeys.map({ (try? receipt.verify(paying: payment.request, with: acceptance, trusting: $0)) != nil }) ?? true,
                 let result = try? PaymentResult(paymentID: id, outcome: .finished(receipt))
             else {
                 // Not this payment's receipt: no result can be claimed from it; the status is looked up instead.

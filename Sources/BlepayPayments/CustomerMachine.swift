@@ -63,8 +63,11 @@ public struct CustomerMachine: Sendable {
     }
     /// Set by `shutdown`: nothing new is shown.
     private var stopping = false
+    /// The ledger keys a settled receipt must be signed by before any payment is shown paid; nil: receipts are taken
+    /// as they name the payment (the in-memory tiers, whose ledger signs with keys of its own).
+    private let ledgerKeys: TrustedLedgerKeys?
 
-    public init() {}
+    public init(ledgerKeys: TrustedLedgerKeys? = nil) { self.ledgerKeys = ledgerKeys }
 
     /// Starts the registration: the driver advertises and accepts connections until `stop`.
     public mutating func start() {
@@ -148,6 +151,11 @@ public struct CustomerMachine: Sendable {
                             .securityFailure, "the business's acknowledgement does not verify")), .failed(.securityFailure))
                     }
                     keep = [.keepForSettlement(payment.request, acceptance)]
+                } else if let acceptance = payment.acceptance, !settles(receipt, payment.request, acceptance) {
+                    // A receipt that does not prove the payment is no outcome, whoever forged it: the ledger is asked.
+                    return payment.phase == .accepted
+                        ? lose(result.paymentID, of: peer, "the business's receipt does not prove the payment; look it up by its id")
+                        : []
                 }
                 payments[result.paymentID]?.receipt = receipt
                 return keep + conclude(result.paymentID, of: peer, .success(receipt), .finished)
@@ -188,7 +196,7 @@ public struct CustomerMachine: Sendable {
         let peer = payment.peer
         switch outcome {
         case .executed(let receipt):
-            guard Self.settles(receipt, id, acceptance),
+            guard settles(receipt, payment.request, acceptance),
                 let result = try? PaymentResult(paymentID: id, outcome: .finished(receipt))
             else { return [.lookUpStatus(id)] }
             payments[id]?.receipt = receipt
@@ -213,11 +221,12 @@ public struct CustomerMachine: Sendable {
     ) -> [CustomerAction] {
         switch outcome {
         case .executed(let receipt) where receipt.status == .settled && receipt.paymentID == id
-            && receipt.payerKey != acceptance.customerKey:
+            && receipt.payerKey != acceptance.customerKey && signedByLedger(receipt):
             payments[id]?.phase = .ended(.otherPaid)
             return [.emit(.outcomeFound(payment.peer, id, .failure(PaymentError(.alreadyPaid, "another customer paid it"))))]
         case .executed(let receipt):
-            guard Self.settles(receipt, id, acceptance) else { return [] }
+            // A receipt that proves nothing (forged on the way, or another payment's) leaves the question open.
+            guard settles(receipt, payment.request, acceptance) else { return [.lookUpStatus(id)] }
             payments[id]?.receipt = receipt
             payments[id]?.phase = .ended(.finished)
             payments[id]?.resultOwed = payment.executedHere
@@ -245,8 +254,18 @@ public struct CustomerMachine: Sendable {
     }
 
     /// Whether the ledger's receipt settles payment `id` as this customer accepted it: its payer and total.
-    private static func settles(_ receipt: Receipt, _ id: PaymentID, _ acceptance: PaymentAcceptance) -> Bool {
-        receipt.status == .settled && receipt.paymentID == id && receipt.amount == acceptance.amount
+    /// Whether one of the ledger keys signed it (with none configured, any receipt is taken as signed).
+    private func signedByLedger(_ receipt: Receipt) -> Bool {
+        guard let ledgerKeys else { return true }
+        guard let keyID = receipt.ledgerKeyID, let signature = receipt.ledgerSignature, let key = ledgerKeys.key(id: keyID)
+        else { return false }
+        return isValidSignature(signature, of: receipt.signingBytes, by: key)
+    }
+
+    /// With ledger keys, only a receipt one of them signed counts (`docs/protocol.md` §6.4).
+    private func settles(_ receipt: Receipt, _ request: PaymentRequest, _ acceptance: PaymentAcceptance) -> Bool {
+        if let ledgerKeys { return (try? receipt.verify(paying: request, with: acceptance, trusting: ledgerKeys)) != nil }
+        return receipt.status == .settled && receipt.paymentID == request.paymentID && receipt.amount == acceptance.amount
             && receipt.tipMinorUnits == acceptance.tipMinorUnits && receipt.payerKey == acceptance.customerKey
     }
 

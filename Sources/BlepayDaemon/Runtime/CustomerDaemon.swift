@@ -54,7 +54,7 @@ public enum CustomerDaemon {
             ledger: LedgerBackend(client: context.ledger), settlement: settlement,
             accepted: StoredAcceptances(store: AcceptedPaymentStore(store: context.store), clock: context.clock,
                 logger: context.logger),
-            clock: context.clock, logger: context.logger)
+            ledgerKeys: context.trustedLedgerKeys, clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.

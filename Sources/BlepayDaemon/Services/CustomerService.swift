@@ -32,6 +32,7 @@ public actor CustomerService {
     private let ledger: (any PaymentLedger)?
     private let settlement: (any OfflineQueue)?
     private let accepted: (any AcceptedPayments)?
+    private let ledgerKeys: TrustedLedgerKeys?
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private var registration: Registration?
@@ -43,9 +44,10 @@ public actor CustomerService {
 
     public init(
         links: @escaping @Sendable () -> Links, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
-        settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil,
+        settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil, ledgerKeys: TrustedLedgerKeys? = nil,
         clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
+        self.ledgerKeys = ledgerKeys
         makeLinks = links
         self.signer = signer
         self.ledger = ledger
@@ -65,7 +67,7 @@ public actor CustomerService {
         let links = makeLinks()
         let driver = CustomerDriver(
             transport: links.transport, signer: signer, ledger: ledger, settlement: settlement, accepted: accepted,
-            clock: clock)
+            ledgerKeys: ledgerKeys, clock: clock)
         let logger = self.logger
         let serving = Task {
             do {

@@ -169,8 +169,9 @@ public actor BusinessDriver {
     }
 
     private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
-        lookUps.answered(id, outcome)
-        perform(machine.ledgerAnswered(id, outcome, at: clock()))
+        let actions = machine.ledgerAnswered(id, outcome, at: clock())
+        lookUps.answered(id, lookingAgain: actions.contains(.lookUpStatus(id)))
+        perform(actions)
     }
 
     private func perform(_ actions: [BusinessAction]) {

@@ -11,7 +11,7 @@ public actor CustomerDriver {
         case keep(PaymentRequest, PaymentAcceptance)
     }
 
-    private var machine = CustomerMachine()
+    private var machine: CustomerMachine
     private let transport: any PaymentTransport
     private let signer: any AcceptanceSigner
     private let ledger: (any PaymentLedger)?
@@ -34,10 +34,11 @@ public actor CustomerDriver {
 
     public init(
         transport: any PaymentTransport, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
-        settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil, tickInterval: Duration = .seconds(1),
-        lookUpInterval: Duration = .seconds(1), clock: @escaping @Sendable () -> Timestamp,
+        settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil, ledgerKeys: TrustedLedgerKeys? = nil,
+        tickInterval: Duration = .seconds(1), lookUpInterval: Duration = .seconds(1), clock: @escaping @Sendable () -> Timestamp,
         onStopAdvertising: (@Sendable () -> Void)? = nil
     ) {
+        machine = CustomerMachine(ledgerKeys: ledgerKeys)
         self.tickInterval = tickInterval
         self.transport = transport
         self.signer = signer
@@ -145,8 +146,9 @@ public actor CustomerDriver {
     }
 
     private func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) {
-        lookUps.answered(id, outcome)
-        perform(machine.ledgerAnswered(id, outcome))
+        let actions = machine.ledgerAnswered(id, outcome)
+        lookUps.answered(id, lookingAgain: actions.contains(.lookUpStatus(id)))
+        perform(actions)
     }
 
     private func perform(_ actions: [CustomerAction]) {

@@ -19,13 +19,9 @@ struct LookUpBackoff {
         return min(.seconds(30) * (1 << min(attempt - Self.patientAfter + 1, 16)), .seconds(3600))
     }
 
-    /// The outcome is known: the next unknown starts from `first` again. A payment the ledger does not know (yet)
-    /// is not one whose outcome is known.
-    mutating func answered(_ id: PaymentID, _ outcome: LedgerOutcome) {
-        switch outcome {
-        case .unknown: return
-        case .notExecuted(let error) where error.code == .notFound: return
-        case .executed, .notExecuted: attempts[id] = nil
-        }
+    /// The ledger answered about `id`. Unless the machine asks again (an unknown outcome, a payment the ledger
+    /// does not know yet, a receipt that proves nothing), the outcome is known and the pauses start over.
+    mutating func answered(_ id: PaymentID, lookingAgain: Bool) {
+        if !lookingAgain { attempts[id] = nil }
     }
 }
