@@ -99,10 +99,10 @@ struct LedgerAPI: Sendable {
         guard head.method == "POST" else { return try execute(call, success, tx, operation) }
         let key: String
         do { key = try IdempotencyRecord.validate(head.idempotencyKey) } catch { throw APIError(error) }
-        let fingerprint = operations.fingerprintKey
-        let hash = IdempotencyRecord.parametersHash(method: head.method, path: head.path, body: body, key: fingerprint)
+        let hash = IdempotencyRecord.parametersHash(
+            method: head.method, path: head.path, body: body, key: operations.fingerprintKey)
         let stored = try operations.idempotencyRecord(tx, principal: call.caller.scope, key: key)
-        switch IdempotencyRecord.decide(stored: stored, method: head.method, path: head.path, body: body, key: fingerprint) {
+        switch IdempotencyRecord.decide(stored: stored, parametersHash: hash, method: head.method, path: head.path, body: body) {
         case .replay(let status, let response): return Answer(status: status, body: response, replayed: true)
         case .conflict: throw APIError.idempotencyConflict
         case .execute: break

@@ -253,16 +253,11 @@ public struct CustomerMachine: Sendable {
         return payment.deadline.adding(milliseconds: clockToleranceMilliseconds)
     }
 
-    /// Whether the ledger's receipt settles payment `id` as this customer accepted it: its payer and total.
     /// Whether one of the ledger keys signed it (with none configured, any receipt is taken as signed).
-    private func signedByLedger(_ receipt: Receipt) -> Bool {
-        guard let ledgerKeys else { return true }
-        guard let keyID = receipt.ledgerKeyID, let signature = receipt.ledgerSignature, let key = ledgerKeys.key(id: keyID)
-        else { return false }
-        return isValidSignature(signature, of: receipt.signingBytes, by: key)
-    }
+    private func signedByLedger(_ receipt: Receipt) -> Bool { ledgerKeys.map(receipt.isSigned(trusting:)) ?? true }
 
-    /// With ledger keys, only a receipt one of them signed counts (`docs/protocol.md` §6.4).
+    /// Whether the receipt settles the payment as this customer accepted it: its payment, payer and total; with
+    /// ledger keys, only one they signed counts (`docs/protocol.md` §6.4).
     private func settles(_ receipt: Receipt, _ request: PaymentRequest, _ acceptance: PaymentAcceptance) -> Bool {
         if let ledgerKeys { return (try? receipt.verify(paying: request, with: acceptance, trusting: ledgerKeys)) != nil }
         return receipt.status == .settled && receipt.paymentID == request.paymentID && receipt.amount == acceptance.amount

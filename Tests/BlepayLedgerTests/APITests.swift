@@ -77,8 +77,10 @@ import Testing
 @Suite struct IdempotencyTests {
     let key = IdempotencyRecord.fingerprintKey(from: SigningKey())
 
-    func decide(_ stored: IdempotencyRecord?, _ body: String, key: SymmetricKey? = nil) -> IdempotencyRecord.Decision {
-        IdempotencyRecord.decide(stored: stored, method: "POST", path: "/v1/payments", body: Array(body.utf8), key: key ?? self.key)
+    func decide(_ stored: IdempotencyRecord?, _ body: String) -> IdempotencyRecord.Decision {
+        let hash = IdempotencyRecord.parametersHash(method: "POST", path: "/v1/payments", body: Array(body.utf8), key: key)
+        return IdempotencyRecord.decide(
+            stored: stored, parametersHash: hash, method: "POST", path: "/v1/payments", body: Array(body.utf8))
     }
 
     @Test func theSameKeyReplaysAndOtherParametersConflict() throws {

@@ -84,8 +84,9 @@ public final class VoucherAutoRenew: Sendable {
             let (wait, retryAt) = state.withLock { state in
                 state.failures += 1
                 let wait = min(Self.firstWaitMilliseconds << min(state.failures - 1, 16), Self.longestWaitMilliseconds)
-                state.retryAt = failedAt.adding(milliseconds: wait)
-                return (wait, failedAt.adding(milliseconds: wait))
+                let retryAt = failedAt.adding(milliseconds: wait)
+                state.retryAt = retryAt
+                return (wait, retryAt)
             }
             // The code alone: the detail is the ledger's free text.
             logger.warning("no voucher obtained (auto-renew)", metadata: [

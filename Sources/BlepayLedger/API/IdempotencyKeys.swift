@@ -63,14 +63,15 @@ public struct IdempotencyRecord: Sendable, Hashable, Codable {
         return hasher.finalize().hex
     }
 
-    /// What to do with a request given the record stored under its key, if any; `fingerprint` is the request's
-    /// under the ledger's key (a record from before keyed fingerprints is compared with the plain hash).
+    /// What to do with a request given the record stored under its key, if any; `parametersHash` is the request's
+    /// keyed fingerprint. A record from before keyed fingerprints is compared with the plain hash of the method,
+    /// path and body, computed only then.
     public static func decide(
-        stored: IdempotencyRecord?, method: String, path: String, body: [UInt8], key: SymmetricKey
+        stored: IdempotencyRecord?, parametersHash: String, method: String, path: String, body: [UInt8]
     ) -> Decision {
         guard let stored else { return .execute }
         let same = stored.parametersHash.hasPrefix(keyedPrefix)
-            ? stored.parametersHash == parametersHash(method: method, path: path, body: body, key: key)
+            ? stored.parametersHash == parametersHash
             : stored.parametersHash == unkeyedHash(method: method, path: path, body: body)
         return same ? .replay(status: stored.status, response: stored.response) : .conflict
     }

@@ -3,8 +3,9 @@ import Crypto
 
 /// How a device authenticates each request to the ledger: HMAC-SHA256, with a secret per device, over the method,
 /// path, timestamp, nonce, idempotency key and the SHA-256 of the body. The key is covered so that nobody on the
-/// way can make one intended request count twice by sending it again under another key. The ledger accepts a timestamp within ±300 s of its clock and
-/// each nonce once in that window; comparisons are constant-time (swift-crypto's `isValidAuthenticationCode`).
+/// way can make one intended request count twice by sending it again under another key. The ledger accepts a
+/// timestamp within ±300 s of its clock and each nonce once in that window; comparisons are constant-time
+/// (swift-crypto's `isValidAuthenticationCode`).
 public enum RequestAuthentication {
     /// Header names, as the client sends them.
     public static let deviceHeader = "Blepay-Device"

@@ -123,14 +123,21 @@ extension Receipt {
     public func verify(paying request: PaymentRequest, with acceptance: PaymentAcceptance, trusting keys: TrustedLedgerKeys)
         throws(ProtocolError)
     {
-        guard status == .settled, let ledgerKeyID, let ledgerSignature else {
+        guard status == .settled, ledgerKeyID != nil, ledgerSignature != nil else {
             throw ProtocolError(.invalidValue, "the receipt is not a settled one")
         }
-        guard let key = keys.key(id: ledgerKeyID), isValidSignature(ledgerSignature, of: signingBytes, by: key) else {
+        guard isSigned(trusting: keys) else {
             throw ProtocolError(.invalidSignature, "the receipt is not signed by a trusted ledger key")
         }
         guard names(request, acceptance)
         else { throw ProtocolError(.invalidValue, "the receipt is for another payment, merchant, payer or total") }
+    }
+
+    /// Whether the ledger key its key id names is one of `keys`, and signed it: what any settled receipt must be,
+    /// whichever payment it proves.
+    public func isSigned(trusting keys: TrustedLedgerKeys) -> Bool {
+        guard let ledgerKeyID, let ledgerSignature, let key = keys.key(id: ledgerKeyID) else { return false }
+        return isValidSignature(ledgerSignature, of: signingBytes, by: key)
     }
 
     /// Whether it is for `acceptance` of `request`: its payment and merchant, the acceptance's payer and total.
