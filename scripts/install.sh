@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs blepay (`make install`): the release binaries into /usr/local/bin, the systemd units (and a drop-in that
-# restarts bluetoothd when it dies), the blepay user and
-# group (sysusers.d), the D-Bus policy and the control API's interface XML, the sample configuration (an existing
+# restarts bluetoothd when it dies), the blepay and blepay-ledger users and
+# groups (sysusers.d), the D-Bus policy and the control API's interface XML, the sample configuration (an existing
 # file is never overwritten), shell completions and the documentation. With DESTDIR, everything goes below it and nothing on the running system is
 # touched. Usage: scripts/install.sh RELEASE_BIN_DIR
 set -euo pipefail
@@ -30,9 +30,10 @@ fi
 for file in "$root"/config/*.toml; do
   target="$dest/etc/blepay/$(basename "$file")"
   [[ -e $target ]] && { echo "install: keeping $target"; continue; }
-  # Readable by the daemons' group only: the files name where secrets are kept.
+  # Readable by its program's group only: the files name where secrets are kept.
   install -m 640 "$file" "$target"
-  [[ -z $dest ]] && chgrp blepay "$target"
+  group=blepay; [[ $(basename "$file") == ledger.toml ]] && group=blepay-ledger
+  [[ -z $dest ]] && chgrp "$group" "$target"
 done
 
 if [[ -z $dest ]]; then

@@ -25,21 +25,20 @@ struct Anticipation: Sendable {
 /// Makes a route's `Anticipation` from the request body and the calling device's signing key, if known.
 typealias Anticipate = @Sendable (_ body: [UInt8], _ deviceKey: Key32?) -> Anticipation
 
-/// The signing keys of devices seen lately, by device id, so that a request signed by a device can be checked
-/// before the transaction that authenticates the device. Only a hint: a device's key never changes (a new key is
-/// a new device), and the operation checks the request against the device its transaction loaded.
-final class DeviceKeys: Sendable {
-    private let keys = Mutex<[String: Key32]>([:])
+/// Devices seen lately, by id, so that a request's MAC can be checked before any costly work without a database
+/// read. Only a screen: the request's own transaction loads the device again, and decides.
+final class KnownDevices: Sendable {
+    private let devices = Mutex<[String: Device]>([:])
     private let capacity: Int
 
     init(capacity: Int = 100_000) { self.capacity = capacity }
 
-    func key(of id: String) -> Key32? { keys.withLock { $0[id] } }
+    func device(_ id: String) -> Device? { devices.withLock { $0[id] } }
 
     func remember(_ device: Device) {
-        keys.withLock { keys in
-            if keys.count >= capacity, keys[device.id] == nil { keys.removeAll(keepingCapacity: true) }
-            keys[device.id] = device.signingKey
+        devices.withLock { devices in
+            if devices.count >= capacity, devices[device.id] == nil { devices.removeAll(keepingCapacity: true) }
+            devices[device.id] = device
         }
     }
 }

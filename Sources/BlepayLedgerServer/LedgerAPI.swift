@@ -20,7 +20,7 @@ struct LedgerAPI: Sendable {
     let watch: PaymentWatch
     let clock: @Sendable () -> Timestamp
     let logger: Logger
-    let deviceKeys = DeviceKeys()
+    let knownDevices = KnownDevices()
     static let maximumBody = 1 << 20
 
     /// The answer to one request: a status and a JSON body.
@@ -44,8 +44,9 @@ struct LedgerAPI: Sendable {
             return Self.response(APIError(status: 413, code: "request.too-large", "a body is at most 1 MiB"))
         }
         let head = Head(request)
-        let anticipated = anticipate.map { $0(body, head.device.flatMap(deviceKeys.key(of:))) } ?? Anticipation()
         do {
+            let device = try await screen(head, body: body, access: access)
+            let anticipated = anticipate.map { $0(body, device?.signingKey) } ?? Anticipation()
             let answer = try await storage.write { tx in
                 try self.answer(head, body: body, parameters: parameters, access: access, success: success,
                     anticipated: anticipated, tx, operation)
@@ -73,6 +74,7 @@ struct LedgerAPI: Sendable {
         let asked = Double(request.uri.queryParameters.get("wait") ?? "0") ?? 0
         let wait = asked.isNaN ? 0 : min(max(asked, 0), 10)
         do {
+            _ = try await screen(head, body: [], access: .device)
             let (principal, first) = try await storage.write { tx in
                 let call = try self.authenticate(head, body: [], parameters: [:], access: .device, tx)
                 return (call.principal, try self.operations.payment(tx, id: id, merchant: merchant, for: call.principal))
@@ -155,7 +157,7 @@ struct LedgerAPI: Sendable {
                 guard try operations.spendNonce(tx, device: device.id, nonce: nonce, at: now) else {
                     throw RequestAuthentication.Failure(.reusedNonce)
                 }
-                deviceKeys.remember(device)
+                knownDevices.remember(device)
             } catch let failure as RequestAuthentication.Failure {
                 throw APIError(failure)
             }

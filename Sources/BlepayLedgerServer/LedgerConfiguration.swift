@@ -9,6 +9,12 @@ public struct LedgerConfiguration: Sendable, Hashable {
 
     public var host = "127.0.0.1"
     public var port = 8480
+    /// How long a connection may wait for a request's head, or stay open with none (seconds).
+    public var idleTimeoutSeconds = 15
+    /// How long a request's body may take to arrive once its head has (seconds).
+    public var requestTimeoutSeconds = 10
+    /// Connections served at once; more wait to be accepted. Keep under the open-files limit (`LimitNOFILE`).
+    public var maximumConnections = 1024
     public var backend = Backend.sqlite
     /// SQLite: the database file; relative to the state directory.
     public var sqlitePath = "ledger.sqlite"
@@ -49,6 +55,9 @@ public struct LedgerConfiguration: Sendable, Hashable {
         try reader.section("server") { section throws(ConfigurationError) in
             try section.string("host", into: &configuration.host)
             try section.integer("port", into: &configuration.port, in: 0...65535)
+            try section.integer("idle_timeout_seconds", into: &configuration.idleTimeoutSeconds, in: 1...3600)
+            try section.integer("request_timeout_seconds", into: &configuration.requestTimeoutSeconds, in: 1...3600)
+            try section.integer("max_connections", into: &configuration.maximumConnections, in: 1...65536)
         }
         try reader.section("storage") { section throws(ConfigurationError) in
             var backend = configuration.backend.rawValue

@@ -5,7 +5,9 @@ import BlepayProtocol
 import Crypto
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// The ledger's HTTP server: the API over one storage, a sweeper that expires what ran out of time, and the key
@@ -50,11 +52,22 @@ public struct LedgerServer: Sendable {
     public func application(logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         -> some ApplicationProtocol
     {
-        Application(router: api.routes(),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "blepay-ledger"),
+        Application(router: api.routes(), server: .http1(configuration: http1),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "blepay-ledger",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections, logger: logger)),
             services: [sweeper],
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
+    }
+
+    /// HTTP/1.1 with every wait bounded, so that slow or half-sent requests cannot hold the ledger's connections:
+    /// heads of at most 16 KiB, the idle timeout, and `RequestDeadline` for bodies.
+    var http1: HTTP1Channel.Configuration {
+        let requestTimeout = TimeAmount.seconds(Int64(configuration.requestTimeoutSeconds))
+        return HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestDeadline(limit: requestTimeout)],
+            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))
     }
 
     /// Everything wrong with the books (empty when sound).

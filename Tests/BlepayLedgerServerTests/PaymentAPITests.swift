@@ -200,7 +200,7 @@ import Testing
     func anOpenPaymentExpiresAndTheWaitingReadSeesIt(kind: StorageKind) async throws {
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
-            let request = try ledger.request(by: cafe, amount: 300, expiresIn: 1_000)
+            let request = try ledger.request(by: cafe, amount: 300, expiresIn: 3_000)
             _ = try await cafe.client.createPayment(request)
             var payment = try await cafe.client.payment(request.paymentID, waitingWhile: .authorizationRequired)
             if payment.status == .authorizationRequired {  // the sweeper runs each second; one more wait covers it

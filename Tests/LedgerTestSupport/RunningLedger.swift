@@ -22,17 +22,23 @@ public final class RunningLedger: Sendable {
     public let baseURL: String
     public let admin: LedgerClient
     public let stateDirectory: String
+    public var port: Int { configuration.port }
     private let configuration: LedgerConfiguration
     private let running: Mutex<(group: ServiceGroup, task: Task<Void, any Error>)>
 
-    public static func start(_ kind: StorageKind) async throws -> RunningLedger {
+    /// `configure` changes the configuration before the server starts; `wrap` puts something around the storage the
+    /// server uses (to watch it).
+    public static func start(_ kind: StorageKind, configure: (inout LedgerConfiguration) -> Void = { _ in },
+        wrap: (any LedgerStorage) -> any LedgerStorage = { $0 }) async throws -> RunningLedger
+    {
         let storage = try await makeStorage(kind)
         var configuration = LedgerConfiguration()
         configuration.port = 0
         configuration.expiryIntervalSeconds = 1
         configuration.stateDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("blepay-ledger-\(UUID().uuidString)").path
-        let (server, port, running) = try await serve(configuration, storage.storage)
+        configure(&configuration)
+        let (server, port, running) = try await serve(configuration, wrap(storage.storage))
         configuration.port = port
         return RunningLedger(server: server, storage: storage, configuration: configuration, running: running,
             adminToken: try LedgerServer.adminToken(configuration))

@@ -47,6 +47,9 @@ public struct BuiltProduct: Sendable {
                 .appendingPathComponent("../../.build/debug/\(product)").standardized.path
     }
 
+    /// A program at `path`.
+    public init(path: String) { self.path = path }
+
     /// Starts it with `arguments`; what it prints comes through the pipe.
     public func start(_ arguments: [String]) throws -> (Process, Pipe) {
         let process = Process()

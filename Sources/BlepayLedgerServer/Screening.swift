@@ -1,0 +1,47 @@
+import BlepayLedger
+import BlepayLedgerStore
+import Crypto
+
+/// A request's credentials checked before anything costly is done for it: before its body is decoded, its
+/// signatures verified or the one-at-a-time write transaction is entered. A forged or unsigned request costs a
+/// hash or an HMAC, and at most one read. The request's own transaction authenticates again (spending the nonce,
+/// seeing a device revoked meanwhile): the screen only turns away what would be refused anyway.
+extension LedgerAPI {
+    /// The calling device, for `.device` routes; nil for the others. Throws the refusal the transaction would give.
+    func screen(_ head: Head, body: [UInt8], access: Access) async throws -> Device? {
+        switch access {
+        case .anyone:
+            return nil
+        case .admin:
+            guard let token = head.bearer, SHA256.hash(data: Array(token.utf8)) == adminTokenHash else {
+                throw APIError.unauthenticated
+            }
+            return nil
+        case .enrollment:
+            guard let token = head.bearer, !token.isEmpty else { throw APIError.unauthenticated }
+            let operations = self.operations
+            guard try await storage.read({ tx in try operations.enrollingAccount(tx, token: token) }) != nil else {
+                throw APIError.unauthenticated
+            }
+            return nil
+        case .device:
+            guard let id = head.device else { throw APIError.unauthenticated }
+            let operations = self.operations
+            var known = knownDevices.device(id)
+            if known == nil {
+                known = try await storage.read { tx in try operations.device(tx, id: id) }
+                known.map(knownDevices.remember)
+            }
+            guard let device = known else { throw APIError.unauthenticated }
+            do {
+                _ = try RequestAuthentication.verify(
+                    method: head.method, path: head.path, timestamp: head.timestamp, nonce: head.nonce,
+                    idempotencyKey: head.idempotencyKey, signature: head.signature, body: body,
+                    secret: SymmetricKey(data: device.secret), now: Int64(clock().millisecondsSince1970 / 1000))
+            } catch {
+                throw APIError(error)
+            }
+            return device
+        }
+    }
+}
