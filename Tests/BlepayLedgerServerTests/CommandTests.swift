@@ -36,6 +36,32 @@ import Testing
         #expect(result.output == "blepay-ledger: config.invalid: \(file): server.port is an integer from 0 to 65535\n")
     }
 
+    @Test func keysAreRotatedInTwoStepsAndEachStepIsListed() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-keys-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func lines(_ output: String) -> [[Substring]] { output.split(separator: "\n").map { $0.split(separator: " ") } }
+        let first = try run(["keys", "--state-directory", directory])
+        let original = lines(first.output)
+        #expect(first.status == 0 && original.count == 1 && original[0].count == 3 && original[0][1] == "active", "\(first.output)")
+
+        let rotated = try run(["rotate-key", "--state-directory", directory])
+        let successor = lines(rotated.output)
+        #expect(rotated.status == 0 && successor.count == 1 && successor[0][1] == "next", "\(rotated.output)")
+        let again = try run(["rotate-key", "--state-directory", directory])
+        #expect(again.status == 1 && again.output.hasPrefix("blepay-ledger: keys.successor-pending: "), "\(again.output)")
+        let listed = try run(["keys", "--state-directory", directory])
+        #expect(lines(listed.output) == original + successor)
+        let keyFile = try FileManager.default.attributesOfItem(atPath: directory + "/ledger-key-\(successor[0][0]).key")
+        #expect((keyFile[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600)
+
+        let unknown = try run(["activate-key", "--state-directory", directory, String(original[0][0])])
+        #expect(unknown.status == 1 && unknown.output.hasPrefix("blepay-ledger: keys.not-successor: "), "\(unknown.output)")
+        let activated = try run(["activate-key", "--state-directory", directory, String(successor[0][0])])
+        #expect(activated.status == 0, "\(activated.output)")
+        let after = lines(try run(["keys", "--state-directory", directory]).output)
+        #expect(after.map { [$0[0], $0[1]] } == [[original[0][0], "retired"], [successor[0][0], "active"]])
+    }
+
     @Test func serveStopsCleanlyOnSIGTERM() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-serve-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
