@@ -39,9 +39,11 @@ STATS = os.environ.get("BLEPAY_CONTRACT_STATS")
 
 ADMIN = {"/v1/accounts", "/v1/accounts/{id}", "/v1/instruments/{id}/deposits", "/v1/instruments/{id}/block",
          "/v1/instruments/{id}/unblock", "/v1/double-spends"}
-PUBLIC = {"/v1/health", "/v1/ledger-key"}
-# The merchant's device creates and cancels payments and reads them (it is a party to every one of them).
-MERCHANT = {("POST", "/v1/payments"), ("POST", "/v1/payments/{id}/cancel"), ("GET", "/v1/payments/{id}")}
+PUBLIC = {"/v1/health", "/v1/ledger-key", "/v1/ledger-keys"}
+# The merchant's device creates and cancels payments and reads them (it is a party to every one of them), and
+# renews its certificate.
+MERCHANT = {("POST", "/v1/payments"), ("POST", "/v1/payments/{id}/cancel"), ("GET", "/v1/payments/{id}"),
+            ("POST", "/v1/device/certificate")}
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 CREDENTIAL_HEADERS = {"authorization", "blepay-device", "blepay-timestamp", "blepay-nonce", "blepay-signature",
                       "idempotency-key"}

@@ -17,7 +17,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     public struct Configuration: Sendable {
         /// The Noise key the certificate vouches for.
         public var staticKey: Curve25519.KeyAgreement.PrivateKey
-        public var certificate: MerchantCertificate
+        /// Read at each new handshake: a renewed certificate is shown from the next customer on.
+        public var certificate: PresentedCertificate
         /// Customers connected (or being connected) at once.
         public var maximumConnections: Int
         /// How long discovery runs without finding a customer before it is started afresh.
@@ -34,7 +35,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         public var idleTimeout: Duration
 
         public init(
-            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: MerchantCertificate, maximumConnections: Int = 20,
+            staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: PresentedCertificate, maximumConnections: Int = 20,
             rescanInterval: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
             servicesTimeout: Duration = .seconds(35), idleTimeout: Duration = .seconds(60)
         ) {
@@ -221,7 +222,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             let channel = try await Channel.open(
                 device, connectTimeout: configuration.connectTimeout, servicesTimeout: configuration.servicesTimeout)
             let handshake = try BusinessHandshake(
-                staticKey: configuration.staticKey, certificate: configuration.certificate, customerInfo: channel.info)
+                staticKey: configuration.staticKey, certificate: configuration.certificate.current, customerInfo: channel.info)
             // The handshake's 10 s run from here: a customer that does not answer is dropped by `tick`.
             let link = try Link(business: handshake, mtu: channel.mtu, at: .now)
             setupEnded.yield(true)

@@ -18,20 +18,41 @@ public enum SecretFile {
         let bytes = create()
         // Written whole under a name of its own, then linked into place: a crash leaves no half-written secret, and
         // of two processes starting together the first link wins and the other reads it.
-        let temporary = "\(path).\(getpid()).new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        let temporary = try writeTemporary(bytes, for: path)
         defer { unlink(temporary) }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced else { throw Failure(path: path, reason: "cannot be written") }
         guard link(temporary, path) == 0 else {
             if errno == EEXIST { return try load(path) }
             throw Failure(path: path, reason: String(cString: strerror(errno)))
         }
         try DurableFile.syncDirectory(containing: path)
         return bytes
+    }
+
+    /// Replaces the secret with `bytes`: written whole under a name of its own, then renamed over the old one, so
+    /// that a crash at any point leaves either the old secret or the new one, never a mix or none.
+    public static func replace(_ path: String, with bytes: [UInt8]) throws {
+        let temporary = try writeTemporary(bytes, for: path)
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw Failure(path: path, reason: reason)
+        }
+        try DurableFile.syncDirectory(containing: path)
+    }
+
+    /// `bytes` in a new file beside `path` (mode 0600), synced; its name.
+    private static func writeTemporary(_ bytes: [UInt8], for path: String) throws(Failure) -> String {
+        let temporary = "\(path).\(getpid()).new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else {
+            unlink(temporary)
+            throw Failure(path: path, reason: "cannot be written")
+        }
+        return temporary
     }
 
     public static func load(_ path: String) throws -> [UInt8] {

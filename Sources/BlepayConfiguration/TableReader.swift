@@ -53,6 +53,19 @@ public struct TableReader {
         value = string
     }
 
+    /// An array of non-empty strings.
+    public mutating func strings(_ key: String, into value: inout [String]) throws(ConfigurationError) {
+        known.insert(key)
+        guard let raw = table[key] else { return }
+        guard let array = raw.array else { throw error(key, "is an array of non-empty strings") }
+        var strings: [String] = []
+        for element in array {
+            guard let string = element.string, !string.isEmpty else { throw error(key, "is an array of non-empty strings") }
+            strings.append(string)
+        }
+        value = strings
+    }
+
     public mutating func integer(_ key: String, into value: inout Int, in range: ClosedRange<Int>) throws(ConfigurationError) {
         known.insert(key)
         guard let raw = table[key] else { return }

@@ -23,8 +23,11 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var renewAddress = false
     /// The ledger's HTTP API.
     public var ledgerURL = "http://127.0.0.1:8480"
-    /// The ledger's Ed25519 public key: merchant certificates, receipts and vouchers must be signed by it.
-    public var ledgerPublicKey: Key32?
+    /// The ledger's Ed25519 public keys (`public_key` and `public_keys` together): merchant certificates, receipts,
+    /// vouchers and deny lists must be signed by one of them, found by the key id each carries. Several while the
+    /// ledger rotates its key: its successor is added before it signs, its predecessor kept while what it signed is
+    /// still in use.
+    public var ledgerPublicKeys: [Key32] = []
     /// Customer: how often the ledger is probed, in seconds; what decides whether an offline request is executed
     /// here or paid under a pre-authorization, and what the advertisement says.
     public var ledgerProbeSeconds = 10
@@ -129,11 +132,14 @@ public struct DaemonConfiguration: Sendable, Hashable {
             }
             var key = ""
             try section.string("public_key", into: &key)
-            guard !key.isEmpty else { return }
-            guard let bytes = Hex.decode(key, limit: 32), let parsed = try? Key32(bytes) else {
-                throw section.error("public_key", "is the ledger's public key: 64 hex digits")
+            var keys: [String] = []
+            try section.strings("public_keys", into: &keys)
+            for (name, text) in (key.isEmpty ? [] : [("public_key", key)]) + keys.map({ ("public_keys", $0) }) {
+                guard let bytes = Hex.decode(text, limit: 32), let parsed = try? Key32(bytes) else {
+                    throw section.error(name, "is the ledger's public key: 64 hex digits")
+                }
+                if !configuration.ledgerPublicKeys.contains(parsed) { configuration.ledgerPublicKeys.append(parsed) }
             }
-            configuration.ledgerPublicKey = parsed
         }
         try reader.section("device") { section throws(ConfigurationError) in
             try section.string("state_directory", into: &configuration.stateDirectory)
@@ -180,7 +186,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             }
         }
         try reader.finish()
-        guard configuration.ledgerPublicKey != nil else {
+        guard !configuration.ledgerPublicKeys.isEmpty else {
             throw ConfigurationError(file: table.file, key: "ledger.public_key", reason: "is required")
         }
         return configuration

@@ -7,8 +7,10 @@ public struct DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
         case stateSchema = "daemon.state-schema"
         /// Not enrolled yet, and enrolling with the token failed (no token file, refused, ledger unreachable).
         case enrollmentFailed = "daemon.enrollment-failed"
-        /// The merchant certificate is missing, or not signed by the configured ledger key for our keys.
+        /// The merchant certificate is missing, or not signed by a configured ledger key for our keys.
         case certificateInvalid = "daemon.certificate-invalid"
+        /// The ledger did not renew the merchant certificate (unreachable, or it refused); the one held stays.
+        case certificateNotRenewed = "daemon.certificate-not-renewed"
         /// The adapter is missing, or BlueZ refused what the daemon needs from it.
         case bluetoothUnavailable = "daemon.bluetooth-unavailable"
     }

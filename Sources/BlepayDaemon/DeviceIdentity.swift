@@ -22,7 +22,8 @@ public struct DeviceIdentity: Sendable {
     public let signingKey: SigningKey
     public let noiseKey: Curve25519.KeyAgreement.PrivateKey?
     public let credentials: Credentials
-    /// Business: the merchant certificate, checked against the configured ledger key and our keys.
+    /// Business: the merchant certificate, checked against the configured ledger keys and our keys. It may have
+    /// expired (while the ledger could not be reached to renew it): `CertificateRenewal` renews it once it answers.
     public let certificate: MerchantCertificate?
 
     static let signingKeyFile = "device-signing.key"
@@ -33,7 +34,7 @@ public struct DeviceIdentity: Sendable {
     /// `ledger` should keep its idempotency keys in the state directory, so that an enrollment interrupted by a
     /// crash is answered, when retried, with the device it created.
     public static func prepare(
-        _ configuration: DaemonConfiguration, ledger: LedgerClient, clock: @Sendable () -> Timestamp
+        _ configuration: DaemonConfiguration, ledger: LedgerClient
     ) async throws(DaemonError) -> DeviceIdentity
     {
         let directory = configuration.stateDirectory
@@ -56,8 +57,7 @@ public struct DeviceIdentity: Sendable {
         }
         let credentials = try await loadOrEnroll(configuration, ledger: ledger, signingKey: signingKey, noiseKey: noiseKey)
         let certificate = try configuration.role == .business
-            ? checkedCertificate(
-                credentials, configuration: configuration, signingKey: signingKey, noiseKey: noiseKey, now: clock())
+            ? readCertificate(credentials, configuration: configuration, signingKey: signingKey, noiseKey: noiseKey)
             : nil
         return DeviceIdentity(signingKey: signingKey, noiseKey: noiseKey, credentials: credentials, certificate: certificate)
     }
@@ -111,24 +111,53 @@ public struct DeviceIdentity: Sendable {
         }
     }
 
-    private static func checkedCertificate(
+    private static func readCertificate(
         _ credentials: Credentials, configuration: DaemonConfiguration, signingKey: SigningKey,
-        noiseKey: Curve25519.KeyAgreement.PrivateKey?, now: Timestamp
+        noiseKey: Curve25519.KeyAgreement.PrivateKey?
     ) throws(DaemonError) -> MerchantCertificate {
         guard let text = credentials.certificate, let bytes = Data(base64Encoded: text),
-            let certificate = try? MerchantCertificate(encoded: [UInt8](bytes)), let noiseKey,
-            let ledgerKey = configuration.ledgerPublicKey
+            let certificate = try? MerchantCertificate(encoded: [UInt8](bytes)), let noiseKey
         else { throw DaemonError(.certificateInvalid, "the ledger issued no readable merchant certificate") }
+        try check(
+            certificate, trusting: TrustedLedgerKeys(configuration.ledgerPublicKeys), signingKey: signingKey.publicKey,
+            noiseKey: Key32(publicKeyOf: noiseKey))
+        return certificate
+    }
+
+    /// Checks that `certificate` is this device's: signed by a trusted ledger key, for its signing and Noise keys.
+    /// Its validity window is not checked here: an expired certificate is still the device's, to be renewed.
+    static func check(_ certificate: MerchantCertificate, trusting ledgerKeys: TrustedLedgerKeys, signingKey: Key32,
+        noiseKey: Key32) throws(DaemonError)
+    {
         do {
-            try certificate.verify(
-                trusting: TrustedLedgerKeys([ledgerKey]), at: now, noiseKey: Array(noiseKey.publicKey.rawRepresentation))
+            // Checked as at its own start, so that the window always holds and only the signature and keys count.
+            try certificate.verify(trusting: ledgerKeys, at: certificate.validFrom, noiseKey: noiseKey.bytes)
         } catch {
             throw DaemonError(.certificateInvalid, "\(error)")
         }
-        guard certificate.signingKey == signingKey.publicKey else {
+        guard certificate.signingKey == signingKey else {
             throw DaemonError(.certificateInvalid, "the certificate vouches for another signing key than this device's")
         }
-        return certificate
+    }
+
+    /// Keeps `certificate` as the device's in `credentials.json`, replacing the file whole: a crash leaves the old
+    /// credentials or the new ones, never neither.
+    static func keep(_ certificate: MerchantCertificate, in credentials: Credentials, path: String) throws(DaemonError) {
+        let renewed = Credentials(
+            deviceId: credentials.deviceId, accountId: credentials.accountId, secret: credentials.secret,
+            certificate: Data(certificate.encoded).base64EncodedString())
+        do {
+            try SecretFile.replace(path, with: LedgerClient.encode(renewed))
+        } catch {
+            throw DaemonError(.stateUnusable, "cannot keep the renewed certificate: \(error)")
+        }
+    }
+}
+
+extension Key32 {
+    /// A Noise public key as certificates carry it.
+    init(publicKeyOf key: Curve25519.KeyAgreement.PrivateKey) {
+        try! self.init(Array(key.publicKey.rawRepresentation))
     }
 }
 

@@ -6,6 +6,11 @@ import Foundation
 extension LedgerClient {
     public func ledgerKey() async throws(LedgerClientError) -> LedgerKeyResource { try await get("/v1/ledger-key") }
 
+    /// Every published ledger key (active, next, retired), with its status.
+    public func ledgerKeys() async throws(LedgerClientError) -> [LedgerKeyResource] {
+        try await get("/v1/ledger-keys", as: LedgerKeyList.self).keys
+    }
+
     // The operator (bearer: the admin token).
     public func createAccount(_ body: CreateAccount) async throws(LedgerClientError) -> AccountResource {
         try await post("/v1/accounts", body)
@@ -105,6 +110,16 @@ extension LedgerClient {
             SettlementBatch.Item(request: Self.base64(request.encoded), acceptance: Self.base64(acceptance.encoded))
         })
         return try await post("/v1/settlements", batch, operation: operation)
+    }
+
+    /// A business device's merchant certificate, renewed for its registered keys; the caller checks it
+    /// (`MerchantCertificate.verify`) before presenting it.
+    public func renewCertificate() async throws(LedgerClientError) -> MerchantCertificate {
+        let resource: CertificateResource = try await post("/v1/device/certificate", Empty())
+        guard let bytes = Data(base64Encoded: resource.certificate),
+            let certificate = try? MerchantCertificate(encoded: [UInt8](bytes))
+        else { throw .invalidResponse("the ledger's certificate is not readable") }
+        return certificate
     }
 
     /// The ledger-signed deny list as the ledger answered it; the caller verifies it with its trusted ledger keys

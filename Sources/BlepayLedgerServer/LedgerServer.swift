@@ -15,9 +15,17 @@ import ServiceLifecycle
 public struct LedgerServer: Sendable {
     public let configuration: LedgerConfiguration
     public let storage: any LedgerStorage
-    public let ledgerKey: SigningKey
+    /// The ledger's keys (`LedgerKeyFiles`), reloaded while it runs.
+    public let keyring: LedgerKeyring
     let api: LedgerAPI
     let sweeper: ExpirySweeper
+    let keyReload: KeyReload
+
+    /// How often a running ledger looks for a rotation made with `blepay-ledger rotate-key` or `activate-key`.
+    public static let keyReloadInterval: Duration = .seconds(2)
+
+    /// The active key: what signs now.
+    public var ledgerKey: SigningKey { keyring.current.active }
 
     /// `clock` is the ledger's time; tests move it to expire things.
     public init(configuration: LedgerConfiguration, storage: any LedgerStorage, logger: Logger,
@@ -25,10 +33,9 @@ public struct LedgerServer: Sendable {
     {
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
-        let seed = try SecretFile.loadOrCreate(configuration.resolve(configuration.signingKeyFile)) { SigningKey().seed }
-        ledgerKey = try SigningKey(seed: seed)
+        keyring = LedgerKeyring(try LedgerKeyFiles.load(configuration))
         let adminToken = try Self.adminToken(configuration)
-        var operations = LedgerOperations(ledgerKey: ledgerKey)
+        var operations = LedgerOperations(keyring: keyring)
         operations.certificateLifetimeMilliseconds = UInt64(configuration.certificateLifetimeDays) * 86_400_000
         operations.preAuthorizationGraceMilliseconds = UInt64(configuration.preAuthorizationGraceSeconds) * 1000
         let watch = PaymentWatch()
@@ -38,6 +45,7 @@ public struct LedgerServer: Sendable {
             watch: watch, clock: clock, logger: logger)
         sweeper = ExpirySweeper(storage: storage, operations: operations, watch: watch,
             interval: .seconds(configuration.expiryIntervalSeconds), clock: clock, logger: logger)
+        keyReload = KeyReload(configuration: configuration, keyring: keyring, interval: Self.keyReloadInterval, logger: logger)
     }
 
     /// The operator's token, from its file (made on first start).
@@ -55,7 +63,7 @@ public struct LedgerServer: Sendable {
         Application(router: api.routes(), server: .http1(configuration: http1),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "blepay-ledger",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections, logger: logger)),
-            services: [sweeper],
+            services: [sweeper, keyReload],
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
     }

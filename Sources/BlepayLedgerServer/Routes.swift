@@ -12,6 +12,7 @@ extension LedgerAPI {
             LedgerAPI.response(Answer(status: 200, body: Array(#"{"status":"ok"}"#.utf8)))
         }
         route(router, .get, "/v1/ledger-key", .anyone) { _, _ in operations.ledgerKeyResource }
+        route(router, .get, "/v1/ledger-keys", .anyone) { _, _ in LedgerKeyList(keys: operations.keyring.current.resources) }
 
         // The operator.
         route(router, .post, "/v1/accounts", .admin, success: 201) { call, tx in
@@ -83,6 +84,9 @@ extension LedgerAPI {
         }
         route(router, .post, "/v1/settlements", .device) { call, tx in
             try operations.settle(tx, try call.decode(SettlementBatch.self), device: try call.device, at: call.now)
+        }
+        route(router, .post, "/v1/device/certificate", .device) { call, tx in
+            try operations.renewCertificate(tx, device: try call.device, at: call.now)
         }
         route(router, .get, "/v1/deny-list", .device) { call, tx in try operations.denyList(tx, at: call.now) }
         return router

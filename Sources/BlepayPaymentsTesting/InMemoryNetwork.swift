@@ -35,15 +35,23 @@ public final class InMemoryNetwork: Sendable {
     }
 
     private let faults: Faults
-    /// The business's certificate, as every customer's session shows it.
-    private let certificate: MerchantCertificate
+    /// The business's certificate, as each customer's session shows it when it connects.
+    private let certificate: PresentedCertificate
     private let state: Mutex<(links: [PeerID: Link], next: UInt64, random: any RandomNumberGenerator & Sendable)>
     /// The business's end: one transport for all its customers.
     public let business = Endpoint()
 
     /// - Parameter random: decides which messages the faults hit; pass a seeded generator to replay a run.
-    public init(
+    public convenience init(
         certificate: MerchantCertificate, faults: Faults = .none,
+        random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) {
+        self.init(presenting: PresentedCertificate(certificate), faults: faults, random: random)
+    }
+
+    /// A business whose certificate may be renewed while it runs: each new connection shows the current one.
+    public init(
+        presenting certificate: PresentedCertificate, faults: Faults = .none,
         random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
         self.faults = faults
@@ -66,7 +74,7 @@ public final class InMemoryNetwork: Sendable {
         }
         // 32 bytes always make a hash.
         let session = (try? Hash32(hash)).map {
-            PeerSession(version: 1, sessionHash: $0, capabilities: capabilities, certificate: certificate)
+            PeerSession(version: 1, sessionHash: $0, capabilities: capabilities, certificate: certificate.current)
         }
         let toCustomer = deliveries(to: customer, from: peer)
         let toBusiness = deliveries(to: business, from: peer)

@@ -5,13 +5,14 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books.
+/// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books; `keys`, `rotate-key` and
+/// `activate-key` rotate its signing key.
 @main
 struct BlepayLedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-ledger",
         abstract: "blepay's reference payment backend: accounts, instruments, payments, pre-authorizations, settlement.",
-        subcommands: [Serve.self, Audit.self],
+        subcommands: [Serve.self, Audit.self, Keys.self, RotateKey.self, ActivateKey.self],
         defaultSubcommand: Serve.self)
 }
 

@@ -10,6 +10,8 @@ import TestSupport
 struct BusinessUnderTest {
     let f: BLEFixture
     let merchant: Merchant
+    /// What the transport presents; a test renews it.
+    let presented: PresentedCertificate
     let transport: BusinessTransport
     let events: Recorder<TransportEvent>
     let run: Task<Void, any Error>
@@ -19,13 +21,15 @@ struct BusinessUnderTest {
     {
         let f = try await BLEFixture()
         let merchant = try Merchant()
-        var configuration = BusinessTransport.Configuration(staticKey: merchant.staticKey, certificate: merchant.certificate)
+        let presented = PresentedCertificate(merchant.certificate)
+        var configuration = BusinessTransport.Configuration(staticKey: merchant.staticKey, certificate: presented)
         configure(&configuration)
         let transport = BusinessTransport(
             adapter: f.adapter, configuration: configuration, logger: testLogger, clock: wallClock)
         let events = Recorder(transport.events)
         let run = try await running { ready in try await transport.run(ready: ready) }
-        return BusinessUnderTest(f: f, merchant: merchant, transport: transport, events: events, run: run)
+        return BusinessUnderTest(
+            f: f, merchant: merchant, presented: presented, transport: transport, events: events, run: run)
     }
 
 
@@ -82,6 +86,26 @@ struct BusinessUnderTest {
         try await b.events.contains("disconnected") { $0.disconnected == peer }
         // Forgotten, so that its next advertisement finds it afresh.
         try await eventually("the customer removed") { b.removed(customer.device) }
+    }
+
+    /// A certificate renewed while the transport runs is shown from the next handshake on: the next customer, which
+    /// verifies it in the handshake, is shown the new one; the one connected before keeps its session.
+    @Test func aRenewedCertificateIsShownFromTheNextHandshakeOn() async throws {
+        let b = try await BusinessUnderTest.start()
+        defer { b.stop() }
+        let first = try await b.customer(1)
+        _ = try await b.connected(first)
+        let renewed = try b.merchant.certificate(validFrom: wallClock())
+        b.presented.replace(with: renewed)
+
+        let second = try await b.customer(2)
+        let established = try await second.events.first("the second customer's session") { event in
+            if case .established(let session) = event { session } else { nil }
+        }
+        #expect(established.certificate == renewed)
+        let peer = try await b.connected(second)
+        #expect(b.events.all.contains { $0.connected?.0 == peer && $0.connected?.1.certificate == renewed })
+        #expect(b.events.all.contains { $0.connected?.1.certificate == b.merchant.certificate })
     }
 
     @Test func afterBluetoothdRestartsTheBusinessScansAndConnectsAgain() async throws {

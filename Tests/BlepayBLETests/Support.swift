@@ -27,20 +27,32 @@ let testLogger: Logger = {
 struct Merchant: Sendable {
     let staticKey = Curve25519.KeyAgreement.PrivateKey()
     let signingKey = SigningKey()
+    let ledgerKey = SigningKey()
     let certificate: MerchantCertificate
     let trustedLedgerKeys: TrustedLedgerKeys
 
     init() throws {
-        let ledgerKey = SigningKey()
         let now = wallClock()
-        certificate = try MerchantCertificate(
+        certificate = try Self.certificate(
+            signingKey: signingKey, staticKey: staticKey, ledgerKey: ledgerKey,
+            validFrom: Timestamp(millisecondsSince1970: now.millisecondsSince1970 - 3_600_000))
+        trustedLedgerKeys = TrustedLedgerKeys([ledgerKey.publicKey])
+    }
+
+    /// Another certificate for the same keys, valid for two hours from `validFrom`, as a renewal issues it.
+    func certificate(validFrom: Timestamp) throws -> MerchantCertificate {
+        try Self.certificate(signingKey: signingKey, staticKey: staticKey, ledgerKey: ledgerKey, validFrom: validFrom)
+    }
+
+    private static func certificate(
+        signingKey: SigningKey, staticKey: Curve25519.KeyAgreement.PrivateKey, ledgerKey: SigningKey, validFrom: Timestamp
+    ) throws -> MerchantCertificate {
+        try MerchantCertificate(
             merchantID: "m_cafe", merchantName: "Café", signingKey: signingKey.publicKey,
             noiseKey: Key32(Array(staticKey.publicKey.rawRepresentation)),
-            validFrom: Timestamp(millisecondsSince1970: now.millisecondsSince1970 - 3_600_000),
-            validUntil: now.adding(milliseconds: 3_600_000), ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey),
-            signature: .unsigned
+            validFrom: validFrom, validUntil: validFrom.adding(milliseconds: 7_200_000),
+            ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned
         ).signed(by: ledgerKey)
-        trustedLedgerKeys = TrustedLedgerKeys([ledgerKey.publicKey])
     }
 
     /// A request of this merchant's, signed as the business signs it.

@@ -15,7 +15,7 @@ import Testing
     @Test(arguments: DaemonConfiguration.Role.allCases)
     func theSampleFilesParseToTheDefaults(role: DaemonConfiguration.Role) throws {
         var expected = DaemonConfiguration(role: role)
-        expected.ledgerPublicKey = try Key32(Array(repeating: 0, count: 32))
+        expected.ledgerPublicKeys = [try Key32(Array(repeating: 0, count: 32))]
         #expect(try DaemonConfiguration.load(role, file: Self.sample(role)) == expected)
     }
 
@@ -39,7 +39,7 @@ import Testing
         #expect(configuration.offline.maximumPendingPerVoucher == 2500 && configuration.offline.maximumPendingTotal == 50_000)
         #expect(configuration.adapter == "hci2" && configuration.maximumConnections == 3)
         #expect(configuration.ledgerURL == "http://10.0.2.1:8480")
-        #expect(configuration.ledgerPublicKey?.bytes == Array(repeating: 0xAB, count: 32))
+        #expect(configuration.ledgerPublicKeys.map(\.bytes) == [Array(repeating: 0xAB, count: 32)])
         #expect(configuration.requestLifetimeSeconds == 30 && configuration.maximumTipPercent == 100)
         #expect(configuration.resolve(configuration.enrollmentTokenFile) == "/srv/blepay/enrollment.token")
         #expect(configuration.busName == "org.blepay.Business.lane_2")
@@ -91,6 +91,8 @@ import Testing
         (DaemonConfiguration.Role.customer, "[bluetooth]\nadapter = \"bt0\"", "bluetooth.adapter", "is an adapter name such as \"hci0\""),
         (.customer, "[ledger]\nurl = \"ftp://ledger\"", "ledger.url", "is an http:// or https:// URL"),
         (.customer, "[ledger]\npublic_key = \"abc\"", "ledger.public_key", "is the ledger's public key: 64 hex digits"),
+        (.business, "[ledger]\npublic_keys = [\"abc\"]", "ledger.public_keys", "is the ledger's public key: 64 hex digits"),
+        (.business, "[ledger]\npublic_keys = \"ab\"", "ledger.public_keys", "is an array of non-empty strings"),
         (.customer, "[device]\nstate_directory = \"var/lib\"", "device.state_directory", "is an absolute path"),
         (.customer, "[bluetooth]\nmaximum_connections = 3", "bluetooth.maximum_connections", "is not a known key"),
         (.customer, "[bluetooth]\nrenew_address = \"yes\"", "bluetooth.renew_address", "is true or false"),
@@ -119,6 +121,19 @@ import Testing
         #expect(throws: ConfigurationError(file: "d.toml", key: key, reason: reason)) {
             try DaemonConfiguration.parse(role, withKey, file: "d.toml")
         }
+    }
+
+    /// While the ledger rotates its key, the daemons trust its successor beside the active key.
+    @Test func publicKeysAreTrustedBesidePublicKey() throws {
+        let successor = String(repeating: "cd", count: 32)
+        let both = try DaemonConfiguration.parse(.business, """
+            [ledger]
+            public_key = "\(Self.key)"
+            public_keys = ["\(successor)", "\(Self.key)"]
+            """, file: "business.toml")
+        #expect(both.ledgerPublicKeys.map(\.bytes) == [Array(repeating: 0xAB, count: 32), Array(repeating: 0xCD, count: 32)])
+        let listOnly = try DaemonConfiguration.parse(.customer, "[ledger]\npublic_keys = [\"\(successor)\"]", file: "c.toml")
+        #expect(listOnly.ledgerPublicKeys.map(\.bytes) == [Array(repeating: 0xCD, count: 32)])
     }
 
     @Test func theLedgerKeyIsRequired() {

@@ -18,7 +18,7 @@ import Testing
         configuration.stateDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("blepay-daemon-\(UUID().uuidString)").path
         configuration.ledgerURL = ledger.baseURL
-        configuration.ledgerPublicKey = try Key32(Hex.decode(try await ledger.admin.ledgerKey().publicKey, limit: 32) ?? [])
+        configuration.ledgerPublicKeys = [try Key32(Hex.decode(try await ledger.admin.ledgerKey().publicKey, limit: 32) ?? [])]
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
         if let token {
             #expect(FileManager.default.createFile(
@@ -41,7 +41,7 @@ import Testing
 
     static func prepare(_ configuration: DaemonConfiguration) async throws(DaemonError) -> DeviceIdentity {
         try await DeviceIdentity.prepare(
-            configuration, ledger: try! client(configuration), clock: LedgerServer.systemClock)
+            configuration, ledger: try! client(configuration))
     }
 
     /// Why preparing fails, or nil if it did not.
@@ -124,7 +124,7 @@ import Testing
         try await RunningLedger.with(.sqlite) { ledger in
             let account = try await ledger.admin.createAccount(CreateAccount(kind: .merchant, name: "Café"))
             var configuration = try await Self.configuration(.business, ledger, token: account.enrollmentToken)
-            configuration.ledgerPublicKey = SigningKey().publicKey
+            configuration.ledgerPublicKeys = [SigningKey().publicKey]
             #expect(await Self.failure(configuration)?.code == .certificateInvalid)
         }
     }

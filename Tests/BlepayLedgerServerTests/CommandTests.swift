@@ -1,3 +1,4 @@
+import BlepayLedgerClient
 import BlepayLedgerServer
 import BlepayLedgerStore
 import Foundation
@@ -5,7 +6,8 @@ import LedgerTestSupport
 import TestSupport
 import Testing
 
-/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, and a clean stop.
+/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, a clean stop, and the
+/// signing key's rotation.
 @Suite struct CommandTests {
     static let ledger = BuiltProduct("blepay-ledger", overriddenBy: "BLEPAY_LEDGER")
 
@@ -34,6 +36,65 @@ import Testing
         let result = try run(["serve", "--config", file])
         #expect(result.status == 78)
         #expect(result.output == "blepay-ledger: config.invalid: \(file): server.port is an integer from 0 to 65535\n")
+    }
+
+    @Test func keysAreRotatedInTwoStepsAndEachStepIsListed() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-keys-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func lines(_ output: String) -> [[Substring]] { output.split(separator: "\n").map { $0.split(separator: " ") } }
+        let first = try run(["keys", "--state-directory", directory])
+        let original = lines(first.output)
+        #expect(first.status == 0 && original.count == 1 && original[0].count == 3 && original[0][1] == "active", "\(first.output)")
+
+        let rotated = try run(["rotate-key", "--state-directory", directory])
+        let successor = lines(rotated.output)
+        #expect(rotated.status == 0 && successor.count == 1 && successor[0][1] == "next", "\(rotated.output)")
+        let again = try run(["rotate-key", "--state-directory", directory])
+        #expect(again.status == 1 && again.output.hasPrefix("blepay-ledger: keys.successor-pending: "), "\(again.output)")
+        let listed = try run(["keys", "--state-directory", directory])
+        #expect(lines(listed.output) == original + successor)
+        let keyFile = try FileManager.default.attributesOfItem(atPath: directory + "/ledger-key-\(successor[0][0]).key")
+        #expect((keyFile[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600)
+
+        let unknown = try run(["activate-key", "--state-directory", directory, String(original[0][0])])
+        #expect(unknown.status == 1 && unknown.output.hasPrefix("blepay-ledger: keys.not-successor: "), "\(unknown.output)")
+        let activated = try run(["activate-key", "--state-directory", directory, String(successor[0][0])])
+        #expect(activated.status == 0, "\(activated.output)")
+        let after = lines(try run(["keys", "--state-directory", directory]).output)
+        #expect(after.map { [$0[0], $0[1]] } == [[original[0][0], "retired"], [successor[0][0], "active"]])
+    }
+
+    /// `rotate-key` and `activate-key`, run beside `serve`, take effect in it without a restart.
+    @Test func aRunningLedgerPublishesAndActivatesARotatedKeyWithoutARestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-serve-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (process, pipe) = try Self.ledger.start(["serve", "--state-directory", directory, "--port", "0"])
+        defer { process.terminate() }
+        var output = ""
+        while output.firstMatch(of: /port=([0-9]+)/) == nil, process.isRunning {
+            output += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        let port = try #require(output.firstMatch(of: /port=([0-9]+)/)?.1)
+        let client = LedgerClient(baseURL: "http://127.0.0.1:\(port)", credentials: .none, logger: testLogger)
+        let first = try await client.ledgerKey()
+
+        let rotated = try await Self.ledger.run(["rotate-key", "--state-directory", directory])
+        let successor = try #require(rotated.output.split(separator: " ").first.map(String.init))
+        try await Self.poll { try await client.ledgerKeys().map(\.status) == ["active", "next"] }
+        #expect(try await client.ledgerKey() == first)
+
+        #expect(try await Self.ledger.run(["activate-key", "--state-directory", directory, successor]).status == 0)
+        try await Self.poll { try await client.ledgerKey().keyId == successor }
+        #expect(try await client.ledgerKeys().map(\.status) == ["retired", "active"])
+    }
+
+    /// Asks until `condition` holds, for at most 10 s (the ledger reloads its key files every 2 s).
+    static func poll(_ condition: () async throws -> Bool) async throws {
+        for _ in 0..<100 {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("the running ledger did not take the rotation up")
     }
 
     @Test func serveStopsCleanlyOnSIGTERM() async throws {

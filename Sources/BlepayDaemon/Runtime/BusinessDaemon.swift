@@ -19,10 +19,14 @@ public enum BusinessDaemon {
         let readiness = Readiness(["bus", "bluetooth"]) {
             notify.ready(status: "scanning for customers on \(context.configuration.adapter)")
         }
+        let presented = PresentedCertificate(certificate)
+        let renewal = try CertificateRenewal(
+            presenting: presented, identity: context.identity, configuration: context.configuration,
+            ledger: context.ledger, trusted: context.trustedLedgerKeys, clock: context.clock, logger: context.logger)
         let transport = BusinessTransport(
             adapter: context.adapter,
             configuration: .init(
-                staticKey: noiseKey, certificate: certificate,
+                staticKey: noiseKey, certificate: presented,
                 maximumConnections: context.configuration.maximumConnections),
             logger: context.logger, clock: context.clock)
         let service = BusinessService(
@@ -36,6 +40,7 @@ public enum BusinessDaemon {
             clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
+            ProbeService(interval: CertificateRenewal.checkInterval) { _ = await renewal.renewIfDue() },
             LinkService { try await service.serveLinks() },
             ControlService {
                 try await BusinessControl.serve(

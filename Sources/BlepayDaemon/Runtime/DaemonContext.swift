@@ -41,7 +41,7 @@ public struct DaemonContext: Sendable {
         } catch {
             throw DaemonError(error.code == .unavailable ? .stateUnusable : .stateSchema, error.description)
         }
-        let identity = try await DeviceIdentity.prepare(configuration, ledger: client, clock: clock)
+        let identity = try await DeviceIdentity.prepare(configuration, ledger: client)
         let (session, control): (BlueZSession, DBusConnection)
         do {
             session = try await BlueZSession.connect(to: bus, logger: logger)
@@ -59,8 +59,8 @@ public struct DaemonContext: Sendable {
         Timestamp(millisecondsSince1970: UInt64(Date().timeIntervalSince1970 * 1000))
     }
 
-    /// The trusted ledger key, as the handshake and receipts check it.
-    var trustedLedgerKeys: TrustedLedgerKeys { TrustedLedgerKeys(configuration.ledgerPublicKey.map { [$0] } ?? []) }
+    /// The trusted ledger keys, as the handshake, receipts, vouchers and deny lists are checked against them.
+    var trustedLedgerKeys: TrustedLedgerKeys { TrustedLedgerKeys(configuration.ledgerPublicKeys) }
 
     /// The configured adapter, once bluetoothd shows it: checked at once, then at each change BlueZ announces.
     private static func waitForAdapter(_ name: String, session: BlueZSession) async throws(DaemonError) -> Adapter {

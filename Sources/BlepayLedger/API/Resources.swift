@@ -6,11 +6,29 @@
 public struct LedgerKeyResource: Codable, Sendable, Hashable {
     public let keyId: String
     public let publicKey: String
+    /// In `GET /v1/ledger-keys`: "active" (signs now), "next" (published ahead of its activation) or "retired"
+    /// (signs nothing more; what it signed still verifies). Absent from `GET /v1/ledger-key`.
+    public let status: String?
 
-    public init(keyId: String, publicKey: String) {
+    public init(keyId: String, publicKey: String, status: String? = nil) {
         self.keyId = keyId
         self.publicKey = publicKey
+        self.status = status
     }
+}
+
+/// `GET /v1/ledger-keys`: every published ledger key, oldest first.
+public struct LedgerKeyList: Codable, Sendable, Hashable {
+    public let keys: [LedgerKeyResource]
+
+    public init(keys: [LedgerKeyResource]) { self.keys = keys }
+}
+
+/// `POST /v1/device/certificate`: a business device's renewed merchant certificate, base64.
+public struct CertificateResource: Codable, Sendable, Hashable {
+    public let certificate: String
+
+    public init(certificate: String) { self.certificate = certificate }
 }
 
 public struct BalanceResource: Codable, Sendable, Hashable {

@@ -59,13 +59,8 @@ extension LedgerOperations {
             guard let noiseHex = body.noiseKey else { throw APIError.invalid("noiseKey", "missing", "a business device needs its Noise key") }
             let noiseKey = try Self.key(noiseHex, field: "noiseKey")
             let merchantName = try row.text(1)
-            certificate = try Self.decode("certificate") { () throws(ProtocolError) in
-                try MerchantCertificate(
-                    merchantID: account, merchantName: merchantName, signingKey: signingKey, noiseKey: noiseKey,
-                    validFrom: now, validUntil: now.adding(milliseconds: certificateLifetimeMilliseconds),
-                    ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned
-                ).signed(by: ledgerKey)
-            }
+            certificate = try issueCertificate(
+                merchant: account, name: merchantName, signingKey: signingKey, noiseKey: noiseKey, at: now)
         } else if body.noiseKey != nil {
             throw APIError.invalid("noiseKey", "unexpected", "only business devices have a Noise key")
         }

@@ -31,8 +31,10 @@ public struct Device: Sendable, Hashable {
 /// authentication and idempotency within the same transaction, so a request's effects, its nonce and its stored
 /// response commit together or not at all.
 public struct LedgerOperations: Sendable {
-    public let ledgerKey: SigningKey
-    /// What idempotency records fingerprint requests under (`IdempotencyRecord`).
+    /// The ledger's keys, as the operator last rotated them.
+    public let keyring: LedgerKeyring
+    /// What idempotency records fingerprint requests under (`IdempotencyRecord`): derived from the ledger's first
+    /// key, so that a rotation does not make every stored record a conflict.
     public let fingerprintKey: SymmetricKey
     /// How long a business's merchant certificate is valid.
     public var certificateLifetimeMilliseconds: UInt64 = 365 * 24 * 3600 * 1000
@@ -43,11 +45,18 @@ public struct LedgerOperations: Sendable {
     public var preAuthorizationGraceMilliseconds: UInt64 = 24 * 3600 * 1000
     public static let maximumSettlementItems = 100
 
-    public init(ledgerKey: SigningKey) {
-        self.ledgerKey = ledgerKey
-        fingerprintKey = IdempotencyRecord.fingerprintKey(from: ledgerKey)
+    public init(keyring: LedgerKeyring) {
+        self.keyring = keyring
+        fingerprintKey = IdempotencyRecord.fingerprintKey(from: keyring.current.original)
     }
 
+    /// A ledger with one key that never rotates (tests, tools).
+    public init(ledgerKey: SigningKey) { self.init(keyring: LedgerKeyring(LedgerKeySet(original: ledgerKey))) }
+
+    /// The active key: what signs certificates, vouchers, receipts and deny lists now.
+    public var ledgerKey: SigningKey { keyring.current.active }
+
+    /// The active key, as `GET /v1/ledger-key` publishes it.
     public var ledgerKeyResource: LedgerKeyResource {
         LedgerKeyResource(keyId: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey).bytes.hex, publicKey: ledgerKey.publicKey.bytes.hex)
     }

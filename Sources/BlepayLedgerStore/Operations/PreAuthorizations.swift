@@ -98,7 +98,7 @@ extension LedgerOperations {
         var journal = try Books.load(tx, books: [preAuthorization.escrow], credited: [merchant])
         let result = preAuthorization.settle(
             request, acceptance, merchantKey: merchantKey, merchant: merchant,
-            ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]), journal: &journal)
+            ledgerKeys: keyring.current.trusted, journal: &journal)
         let payment = PreAuthorization.Payment(merchant: request.merchantID, id: request.paymentID)
         if result == .settled, let use = preAuthorization.uses[payment] {
             try Books.save(tx, journal, at: now)
