@@ -15,6 +15,9 @@ public struct CustomerMachine: Sendable {
         case accepted
         /// The business's go-ahead came: this customer executes the payment with the ledger.
         case executing
+        /// The business reported this failure: the ledger is asked whether the payment was made after all before the
+        /// user hears of it, since a failure shown invites paying again.
+        case confirming(PaymentError)
         /// A terminal event was emitted; the id is kept so a repeated message is ignored.
         case ended(PaymentStatus)
 
@@ -160,7 +163,12 @@ public struct CustomerMachine: Sendable {
                 payments[result.paymentID]?.receipt = receipt
                 return keep + conclude(result.paymentID, of: peer, .success(receipt), .finished)
             case .failed(let code, let detail):
-                return conclude(result.paymentID, of: peer, .failure(PaymentError(code, detail)), .failed(code))
+                let id = result.paymentID
+                guard ledgerKeys != nil, let payment = payments[id], payment.phase == .accepted, payment.peer == peer,
+                    payment.acceptance != nil
+                else { return conclude(id, of: peer, .failure(PaymentError(code, detail)), .failed(code)) }
+                payments[id]?.phase = .confirming(PaymentError(code, detail))
+                return [.lookUpStatus(id)]
             }
         case .otherPaid(let other):
             return end(other.paymentID, of: peer, from: [.shown, .accepted], .otherPaid(peer, other.paymentID), .otherPaid)
@@ -192,6 +200,7 @@ public struct CustomerMachine: Sendable {
     public mutating func ledgerAnswered(_ id: PaymentID, _ outcome: LedgerOutcome) -> [CustomerAction] {
         guard let payment = payments[id], let acceptance = payment.acceptance else { return [] }
         if payment.phase == .lostResult { return found(id, outcome, payment, acceptance) }
+        if case .confirming(let reported) = payment.phase { return confirm(id, reported, outcome, payment, acceptance) }
         guard payment.phase == .executing else { return [] }
         let peer = payment.peer
         switch outcome {
@@ -240,6 +249,35 @@ public struct CustomerMachine: Sendable {
         case .unknown:
             payments[id]?.ledgerHasNone = false
             return [.lookUpStatus(id)]
+        }
+    }
+
+    /// The ledger answered about a payment the business said failed. Paid by this customer after all: it is
+    /// finished, on the ledger's receipt; paid by another: `otherPaid`; certainly not paid: the business's failure is
+    /// shown. When the ledger cannot say (unreachable, or the payment still open, which its business may yet execute),
+    /// the failure is shown and the payment is looked up on as a lost result, its outcome reported when found; its
+    /// business, having answered, is not asked again.
+    private mutating func confirm(
+        _ id: PaymentID, _ reported: PaymentError, _ outcome: LedgerOutcome, _ payment: Payment,
+        _ acceptance: PaymentAcceptance
+    ) -> [CustomerAction] {
+        let peer = payment.peer
+        switch outcome {
+        case .executed(let receipt) where settles(receipt, payment.request, acceptance):
+            payments[id]?.receipt = receipt
+            payments[id]?.phase = .ended(.finished)
+            return [.emit(.finishedPayment(peer, receipt))]
+        case .executed(let receipt) where receipt.status == .settled && receipt.paymentID == id
+            && receipt.payerKey != acceptance.customerKey && signedByLedger(receipt):
+            payments[id]?.phase = .ended(.otherPaid)
+            return [.emit(.otherPaid(peer, id))]
+        case .notExecuted:
+            payments[id]?.phase = .ended(.failed(reported.code))
+            return [.emit(.error(peer, id, reported))]
+        case .executed, .unknown:
+            payments[id]?.phase = .lostResult
+            payments[id]?.queries = Self.maximumResultQueries
+            return [.emit(.error(peer, id, reported)), .lookUpStatus(id)]
         }
     }
 
@@ -382,7 +420,7 @@ public struct CustomerMachine: Sendable {
     private static func snapshot(_ payment: Payment) -> PaymentSnapshot {
         let status: PaymentStatus = switch payment.phase {
         case .shown: .open
-        case .accepted, .executing: .accepted
+        case .accepted, .executing, .confirming: .accepted
         case .ended(let status): status
         }
         return PaymentSnapshot(request: payment.request, peer: payment.peer, status: status, receipt: payment.receipt)
@@ -415,7 +453,7 @@ public struct CustomerMachine: Sendable {
         guard isReceiving, let payment = payments[paymentID] else { throw PaymentError(.notFound) }
         switch payment.phase {
         case .shown: return payment
-        case .accepted, .executing: throw PaymentError(.alreadyPaid, "already accepted")
+        case .accepted, .executing, .confirming: throw PaymentError(.alreadyPaid, "already accepted")
         case .ended: throw PaymentError(.notFound, "the payment has ended")
         }
     }
