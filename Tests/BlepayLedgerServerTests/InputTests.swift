@@ -166,6 +166,27 @@ extension InputTests {
                     #expect(status == 400 && detail.fields?.first?.path == "name" && detail.fields?.first?.code == "invalid-text")
                 }
             }
+            // Letters that only look like the plain ones: a Cyrillic а and о among Latin letters, Greek ο, fullwidth
+            // and mathematical bold letters.
+            for (n, name) in ["St\u{430}rbucks", "B\u{43E}b's Kiosk", "G\u{3BF}ogle Café", "\u{FF33}tarbucks", "\u{1D412}tarbucks"]
+                .enumerated()
+            {
+                do {
+                    _ = try await ledger.admin.post(
+                        "/v1/accounts", CreateAccount(kind: .merchant, name: name), operation: "confusable-\(n)",
+                        as: AccountResource.self)
+                    Issue.record("the name \(name.unicodeScalars.map(\.value)) was taken")
+                } catch {
+                    guard case LedgerClientError.refused(let status, let detail) = error else { throw error }
+                    #expect(status == 400 && detail.fields?.first?.code == "confusable-text", "\(detail)")
+                }
+            }
+            for (n, name) in ["Кафе Пушкин", "Καφενείο", "喫茶店 Kissa", "Bäckerei Müller 24"].enumerated() {
+                let account = try await ledger.admin.post(
+                    "/v1/accounts", CreateAccount(kind: .merchant, name: name), operation: "one-script-\(n)",
+                    as: AccountResource.self)
+                #expect(account.name == name)
+            }
             let cafe = try await ledger.admin.post(
                 "/v1/accounts", CreateAccount(kind: .merchant, name: "Café Zürich"), operation: "plain", as: AccountResource.self)
             #expect(cafe.name == "Café Zürich")

@@ -88,11 +88,15 @@ public struct LedgerOperations: Sendable {
         }
     }
 
-    /// A name shown to payers: no invisible formatting characters (`Text.validateName`).
+    /// A name shown to payers: no invisible formatting characters (`Text.validateName`), nothing that only looks like
+    /// plain letters, no confusable scripts mixed (`DisplayName`).
     static func name(_ value: String, field: String, limit: Int) throws(APIError) -> String {
-        do { return try Text.validateName(value, field: field, limit: limit) } catch {
+        let name: String
+        do { name = try Text.validateName(value, field: field, limit: limit) } catch {
             throw APIError.invalid(field, "invalid-text", error.message)
         }
+        if let confusion = DisplayName.confusion(in: name) { throw APIError.invalid(field, "confusable-text", "\(field) \(confusion)") }
+        return name
     }
 
     static func money(_ amount: Int64, _ currency: String) throws(APIError) -> Money {
