@@ -74,8 +74,9 @@ public struct DeviceIdentity: Sendable {
         let path = configuration.resolve(credentialsFile)
         if FileManager.default.fileExists(atPath: path) { return try decode(path) }
         let token: String
+        let tokenFile = configuration.resolve(configuration.enrollmentTokenFile)
         do {
-            let bytes = try SecretFile.load(configuration.resolve(configuration.enrollmentTokenFile))
+            let bytes = try SecretFile.load(tokenFile)
             token = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         } catch {
             throw DaemonError(.enrollmentFailed, "not enrolled yet, and the enrollment token cannot be used: \(error)")
@@ -100,6 +101,9 @@ public struct DeviceIdentity: Sendable {
             throw DaemonError(.stateUnusable, "cannot keep the credentials: \(error)")
         }
         ledger.enrolled(request)
+        // The token is spent: nothing of it is left to find on this disk (a file outside the state directory, which
+        // the unit cannot write, stays for the operator to remove).
+        try? FileManager.default.removeItem(atPath: tokenFile)
         return try decode(path)
     }
 

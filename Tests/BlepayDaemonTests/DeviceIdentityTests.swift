@@ -72,8 +72,8 @@ import Testing
                 #expect(text.contains(first.credentials.deviceId) && !text.contains(first.credentials.secret), "\(text)")
             }
 
-            // Once enrolled, the token is no longer needed, and the same device comes back.
-            try FileManager.default.removeItem(atPath: configuration.resolve(configuration.enrollmentTokenFile))
+            // Once enrolled, the token is spent and its file gone; the same device comes back.
+            #expect(!FileManager.default.fileExists(atPath: configuration.resolve(configuration.enrollmentTokenFile)))
             let again = try await Self.prepare(configuration)
             #expect(again.credentials == first.credentials)
             #expect(again.signingKey.publicKey == first.signingKey.publicKey)
