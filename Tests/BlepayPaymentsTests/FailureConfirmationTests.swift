@@ -12,15 +12,7 @@ import Testing
     let a1 = Fixture.acceptance(of: Fixture.request(1), tip: 100)
     let declined = PaymentError(.insufficientFunds, "declined")
 
-    func customerWhoAccepted() throws -> CustomerMachine {
-        var m = CustomerMachine(ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]))
-        m.start()
-        _ = m.connected(p1, Fixture.session)
-        _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
-        _ = try m.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100))
-        _ = m.acceptanceSigned(a1)
-        return m
-    }
+    func customerWhoAccepted() throws -> CustomerMachine { try Fixture.customerWhoAccepted(trusting: ledgerKey) }
 
     func businessSaysFailed(_ m: inout CustomerMachine) throws -> [CustomerAction] {
         let failed = Message.paymentResult(try PaymentResult(paymentID: id, outcome: .failed(.insufficientFunds, detail: "declined")))
@@ -58,10 +50,7 @@ import Testing
     @Test func anotherPayerFoundByTheLedgerIsOtherPaid() throws {
         var m = try customerWhoAccepted()
         _ = try businessSaysFailed(&m)
-        let someoneElse = try PaymentAcceptance(
-            paymentID: id, amount: r.amount, tipMinorUnits: 0, instrumentID: "card-9", delegatedInstrument: false,
-            createdAt: Fixture.t0, requestHash: Fixture.hash, sessionHash: Fixture.hash,
-            customerKey: SigningKey().publicKey, preAuthorization: nil, signature: Fixture.signature)
+        let someoneElse = try Fixture.otherPayersAcceptance(of: r)
         let theirs = try Receipt.settled(r, someoneElse, transactionID: "tx-9", at: Fixture.later(1_500), signedBy: ledgerKey)
         #expect(m.ledgerAnswered(id, .executed(theirs)) == [.emit(.otherPaid(p1, id))])
     }

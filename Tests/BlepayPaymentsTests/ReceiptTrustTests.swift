@@ -27,15 +27,7 @@ import Testing
         #expect(m.ledgerAnswered(id, .executed(paid), at: Fixture.later(3_000)).events == [.finished(id, by: p1, paid)])
     }
 
-    func customerWhoAccepted() throws -> CustomerMachine {
-        var m = CustomerMachine(ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]))
-        m.start()
-        _ = m.connected(p1, Fixture.session)
-        _ = m.receive(.paymentRequest(r), from: p1, at: Fixture.t0)
-        _ = try m.accept(id, amount: r.amount, terms: Fixture.terms(tip: 100))
-        _ = m.acceptanceSigned(a1)
-        return m
-    }
+    func customerWhoAccepted() throws -> CustomerMachine { try Fixture.customerWhoAccepted(trusting: ledgerKey) }
 
     @Test func theCustomerShowsPaidOnlyOnAReceiptTheLedgerSigned() throws {
         var m = try customerWhoAccepted()
@@ -60,10 +52,7 @@ import Testing
     @Test func anotherPayersReceiptMeansNotPaidOnlyIfTheLedgerSignedIt() throws {
         var m = try customerWhoAccepted()
         _ = m.disconnected(p1)
-        let someoneElse = try PaymentAcceptance(
-            paymentID: id, amount: r.amount, tipMinorUnits: 0, instrumentID: "card-9", delegatedInstrument: false,
-            createdAt: Fixture.t0, requestHash: Fixture.hash, sessionHash: Fixture.hash,
-            customerKey: SigningKey().publicKey, preAuthorization: nil, signature: Fixture.signature)
+        let someoneElse = try Fixture.otherPayersAcceptance(of: r)
         let forged = try Receipt.settled(r, someoneElse, transactionID: "tx-9", at: Fixture.later(2_000), signedBy: SigningKey())
         #expect(m.ledgerAnswered(id, .executed(forged)) == [.lookUpStatus(id)])
         let genuine = try Receipt.settled(r, someoneElse, transactionID: "tx-9", at: Fixture.later(2_000), signedBy: ledgerKey)

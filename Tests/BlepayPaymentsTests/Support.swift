@@ -43,6 +43,26 @@ enum Fixture {
             ledgerKeyID: FixedBytes(Array(repeating: 1, count: 8)), ledgerSignature: signature)
     }
 
+    /// A customer trusting `ledgerKey` that accepted request 1 from peer 1 with `a1`'s terms (tip 100) and sent it.
+    static func customerWhoAccepted(trusting ledgerKey: SigningKey) throws -> CustomerMachine {
+        let r = request(1)
+        var m = CustomerMachine(ledgerKeys: TrustedLedgerKeys([ledgerKey.publicKey]))
+        m.start()
+        _ = m.connected(PeerID(1), session)
+        _ = m.receive(.paymentRequest(r), from: PeerID(1), at: t0)
+        _ = try m.accept(r.paymentID, amount: r.amount, terms: terms(tip: 100))
+        _ = m.acceptanceSigned(acceptance(of: r, tip: 100))
+        return m
+    }
+
+    /// Another customer's acceptance of `r`, signed by a key of its own.
+    static func otherPayersAcceptance(of r: PaymentRequest) throws -> PaymentAcceptance {
+        try PaymentAcceptance(
+            paymentID: r.paymentID, amount: r.amount, tipMinorUnits: 0, instrumentID: "card-9", delegatedInstrument: false,
+            createdAt: t0, requestHash: hash, sessionHash: hash, customerKey: SigningKey().publicKey,
+            preAuthorization: nil, signature: signature)
+    }
+
     static func terms(tip: UInt64 = 0, at t: Timestamp = t0) -> AcceptanceTerms {
         AcceptanceTerms(tipMinorUnits: tip, instrumentID: "card-1", delegatedInstrument: false, acceptedAt: t)
     }
