@@ -5,13 +5,15 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books.
+/// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books; the credential
+/// commands (`accounts`, `devices`, `issue-token`, `revoke-device`, `block`, `unblock`) are the operator's.
 @main
 struct BlepayLedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-ledger",
         abstract: "blepay's reference payment backend: accounts, instruments, payments, pre-authorizations, settlement.",
-        subcommands: [Serve.self, Audit.self],
+        subcommands: [Serve.self, Audit.self, ListAccounts.self, ListDevices.self, IssueToken.self, RevokeDevice.self,
+            BlockAccount.self, UnblockAccount.self],
         defaultSubcommand: Serve.self)
 }
 
