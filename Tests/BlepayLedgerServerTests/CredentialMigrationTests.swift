@@ -22,26 +22,20 @@ import Testing
             let legacyAnswer = Array(#"{"balances":[],"enrollmentToken":"\#(bobToken)","id":"\#(bob.id)","kind":"customer","name":"Bob"}"#.utf8)
             let enrollmentAnswer = try LedgerClient.encode(alice.device)
 
-            // Back to schema 6, as a ledger of then kept it.
+            // Back to schema 6, as a ledger of then kept it: an answer of the operator's carried the token.
             try await ledger.storage.storage.write { tx in
-                let blob = tx.dialect == .postgres ? "BYTEA" : "BLOB"
-                try tx.run("ALTER TABLE accounts ADD COLUMN enrollment_token_hash \(blob)", [])
-                try tx.run("UPDATE accounts SET enrollment_token_hash = (SELECT hash FROM enrollment_tokens t WHERE t.account = accounts.id)", [])
-                try tx.run("DROP TABLE enrollment_tokens", [])
-                try tx.run("ALTER TABLE accounts DROP COLUMN blocked_at", [])
-                try tx.run("ALTER TABLE devices DROP COLUMN revoked_at", [])
-                try tx.run("ALTER TABLE devices DROP COLUMN secret_sealed", [])
-                try tx.run("UPDATE devices SET secret = ? WHERE id = ?", [.blob(secret), .text(alice.device.id)])
-                try tx.run("ALTER TABLE idempotency_keys DROP COLUMN sealed", [])
-                try tx.run("UPDATE idempotency_keys SET response = ? WHERE principal = ?",
-                    [.blob(enrollmentAnswer), .text("enrollment:\(alice.account.id)")])
+                try Self.undoCredentials(tx, ledgerKey: ledger.server.ledgerKey)
                 try tx.run(
                     """
                     INSERT INTO idempotency_keys (principal, key, parameters_hash, status, response, created_at)
                     VALUES ('admin', 'legacy-account', 'hmac-sha256:00', 201, ?, ?)
                     """, [.blob(legacyAnswer), .integer(Int64(Date().timeIntervalSince1970 * 1000))])
-                try tx.run("DELETE FROM schema_version WHERE version > 6", [])
             }
+            let (plainSecrets, plainAnswers) = try await ledger.storage.storage.read { tx in
+                (try tx.rows("SELECT secret FROM devices", []).map { try $0.blob(0) },
+                 try tx.rows("SELECT response FROM idempotency_keys", []).map { try $0.blob(0) })
+            }
+            #expect(plainSecrets.contains(secret) && plainAnswers.contains(enrollmentAnswer), "in clear before the upgrade")
             try await ledger.storage.storage.migrate()
 
             // The sweep (every second here) seals what was in clear.
@@ -71,5 +65,34 @@ import Testing
             #expect(try await enroll("phone").accountId == bob.id)
             await #expect(throws: LedgerClientError.self) { try await enroll("tablet") }
         }
+    }
+
+    /// Takes a database back to schema 6, before credentials had a lifecycle: each account's token hash in
+    /// `accounts`, device secrets and stored answers in clear, nothing blocked or revoked. The migration tests of
+    /// earlier schemas go back through it too. (The places a seal is bound to are `LedgerOperations`'.)
+    static func undoCredentials(_ tx: any SQLTransaction, ledgerKey: SigningKey) throws {
+        let seal = SecretSeal(ledgerKey: ledgerKey)
+        for row in try tx.rows("SELECT id, secret FROM devices WHERE secret_sealed = 1", []) {
+            let id = try row.text(0)
+            try tx.run("UPDATE devices SET secret = ? WHERE id = ?", [.blob(try seal.open(try row.blob(1), place: "device:\(id)")), .text(id)])
+        }
+        for row in try tx.rows("SELECT principal, key, response FROM idempotency_keys WHERE sealed = 1", []) {
+            let (principal, key) = (try row.text(0), try row.text(1))
+            try tx.run("UPDATE idempotency_keys SET response = ? WHERE principal = ? AND key = ?",
+                [.blob(try seal.open(try row.blob(2), place: "idempotency:\(principal):\(key)")), .text(principal), .text(key)])
+        }
+        let blob = tx.dialect == .postgres ? "BYTEA" : "BLOB"
+        try tx.run("ALTER TABLE accounts ADD COLUMN enrollment_token_hash \(blob)", [])
+        try tx.run(
+            """
+            UPDATE accounts SET enrollment_token_hash = (
+                SELECT hash FROM enrollment_tokens t WHERE t.account = accounts.id ORDER BY created_at, hash LIMIT 1)
+            """, [])
+        try tx.run("DROP TABLE enrollment_tokens", [])
+        try tx.run("ALTER TABLE accounts DROP COLUMN blocked_at", [])
+        try tx.run("ALTER TABLE devices DROP COLUMN revoked_at", [])
+        try tx.run("ALTER TABLE devices DROP COLUMN secret_sealed", [])
+        try tx.run("ALTER TABLE idempotency_keys DROP COLUMN sealed", [])
+        try tx.run("DELETE FROM schema_version WHERE version > 6", [])
     }
 }
