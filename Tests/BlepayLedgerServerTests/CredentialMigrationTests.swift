@@ -81,6 +81,8 @@ import Testing
             try tx.run("UPDATE idempotency_keys SET response = ? WHERE principal = ? AND key = ?",
                 [.blob(try seal.open(try row.blob(2), place: "idempotency:\(principal):\(key)")), .text(principal), .text(key)])
         }
+        try tx.run("DROP INDEX devices_unsealed", [])
+        try tx.run("DROP INDEX idempotency_keys_unsealed", [])
         let blob = tx.dialect == .postgres ? "BYTEA" : "BLOB"
         try tx.run("ALTER TABLE accounts ADD COLUMN enrollment_token_hash \(blob)", [])
         try tx.run(

@@ -144,6 +144,8 @@ enum Schema {
         ALTER TABLE devices ADD COLUMN secret_sealed INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE idempotency_keys ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
         UPDATE idempotency_keys SET sealed = -1 WHERE principal = 'admin' OR principal LIKE 'enrollment:%';
+        CREATE INDEX devices_unsealed ON devices (id) WHERE secret_sealed = 0;
+        CREATE INDEX idempotency_keys_unsealed ON idempotency_keys (principal) WHERE sealed = -1;
         """,
     ]
 
