@@ -9,7 +9,8 @@ import Logging
 
 /// The request pipeline every route goes through. One request is one storage transaction: authentication (with
 /// the nonce it spends), the idempotency check, the operation (in a savepoint, so a refusal undoes only what the
-/// operation did) and the stored response commit together or not at all. A replayed POST gets the first answer.
+/// operation did) and the stored response commit together or not at all. A replayed POST gets the first answer (an
+/// enrollment token it carried withheld: the ledger keeps none in clear).
 /// A route's `Anticipation` runs before the transaction, so the one-at-a-time part stays short.
 struct LedgerAPI: Sendable {
     typealias Operation = @Sendable (Call, any SQLTransaction) throws -> any Encodable & Sendable
