@@ -1,6 +1,5 @@
 import BlepayLedger
 import BlepayProtocol
-import Crypto
 import Foundation
 
 /// Accounts, device enrollment and what authentication reads.
