@@ -165,6 +165,7 @@ import Testing
             #expect(try await alice.client.ownAccount().id == alice.account.id)
             #expect(try await Self.enroll(ledger, token: fresh, body: try Self.enrollment("tablet"), key: "enroll-2").status == 201)
             #expect(await Self.outcome { try await ledger.admin.block(account: "acc_unknown") } == "404 not-found")
+            #expect(try await ledger.server.audit() == [])
         }
     }
 
