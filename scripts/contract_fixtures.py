@@ -152,6 +152,12 @@ def prepare(url, state_directory):
                                                "noiseKey": public(noise_key).hex()},
                        bearer=merchant["enrollmentToken"])
 
+    # An account and a device for the operator's block, unblock and revoke, which would stop the others' requests.
+    spare = ledger.call("POST", "/v1/accounts", {"kind": "customer", "name": "Bob"}, bearer=admin)
+    spare_device = ledger.call("POST", "/v1/devices", {"name": "Bob's phone",
+                                                       "signingKey": public(Ed25519PrivateKey.generate()).hex()},
+                               bearer=spare["enrollmentToken"])
+
     year = datetime.datetime.now(datetime.timezone.utc).year
     cards = []
     for number in ("4242424242424242", "5555555555554444"):
@@ -190,6 +196,7 @@ def prepare(url, state_directory):
                      "device": phone, "key": private_hex(customer_key)},
         "merchant": {"account": merchant["id"], "name": merchant["name"], "enrollmentToken": merchant["enrollmentToken"],
                      "device": till, "key": private_hex(merchant_key)},
+        "spare": {"account": spare["id"], "device": spare_device["id"]},
         "instruments": cards,
         "preAuthorizations": [pre_authorization["id"]],
         "payments": {"open": open_id, "settled": settled_id, "cancelled": cancelled_id},

@@ -19,7 +19,7 @@ enum Access: Sendable {
 enum Caller: Sendable {
     case anyone
     case admin
-    case enrolling(account: String)
+    case enrolling(EnrollmentToken)
     case device(Device)
 
     /// Whom the operations answer: a device sees its own account's resources, the operator every one.
@@ -33,7 +33,7 @@ enum Caller: Sendable {
         switch self {
         case .anyone: "anyone"
         case .admin: "admin"
-        case .enrolling(let account): "enrollment:\(account)"
+        case .enrolling(let token): "enrollment:\(token.account)"
         case .device(let device): "device:\(device.id)"
         }
     }
@@ -45,6 +45,8 @@ struct Call: Sendable {
     let caller: Caller
     let body: [UInt8]
     let parameters: [String: String]
+    /// The query string's parameters.
+    let queries: [String: String]
     let now: Timestamp
     var anticipated = Anticipation()
 
@@ -61,6 +63,8 @@ struct Call: Sendable {
     var principal: Principal { caller.principal }
 
     func parameter(_ name: String) -> String { parameters[name] ?? "" }
+
+    func query(_ name: String) -> String? { queries[name] }
 
     /// The JSON body as `T`; a wrong or missing field is named by its path.
     func decode<T: Decodable>(_: T.Type) throws(APIError) -> T {

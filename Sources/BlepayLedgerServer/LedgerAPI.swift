@@ -9,7 +9,8 @@ import Logging
 
 /// The request pipeline every route goes through. One request is one storage transaction: authentication (with
 /// the nonce it spends), the idempotency check, the operation (in a savepoint, so a refusal undoes only what the
-/// operation did) and the stored response commit together or not at all. A replayed POST gets the first answer.
+/// operation did) and the stored response commit together or not at all. A replayed POST gets the first answer (an
+/// enrollment token it carried withheld: the ledger keeps none in clear).
 /// A route's `Anticipation` runs before the transaction, so the one-at-a-time part stays short.
 struct LedgerAPI: Sendable {
     typealias Operation = @Sendable (Call, any SQLTransaction) throws -> any Encodable & Sendable
@@ -30,6 +31,10 @@ struct LedgerAPI: Sendable {
         var replayed = false
         /// The refusal this answer carries, when the operation ran and refused (not when replayed).
         var refusal: APIError?
+        /// What the idempotency record keeps when not `body`: the answer without the credential it carries.
+        var kept: [UInt8]?
+        /// The record keeps the body sealed: it carries a credential a replay hands back.
+        var sealed = false
     }
 
     /// Answers `request` with `operation`'s result (`success` is its status: 200, or 201 for a creation), after
@@ -109,9 +114,11 @@ struct LedgerAPI: Sendable {
         case .conflict: throw APIError.idempotencyConflict
         case .execute: break
         }
+        // A used enrollment token only replays the enrollment that used it.
+        if case .enrolling(let token) = call.caller, token.used { throw APIError.enrollmentTokenUsed }
         let answer = try execute(call, success, tx, operation)
-        try operations.store(tx, IdempotencyRecord(key: key, parametersHash: hash, status: answer.status, response: answer.body),
-            principal: call.caller.scope, at: call.now)
+        try operations.store(tx, IdempotencyRecord(key: key, parametersHash: hash, status: answer.status,
+            response: answer.kept ?? answer.body), principal: call.caller.scope, sealed: answer.sealed, at: call.now)
         return answer
     }
 
@@ -119,7 +126,11 @@ struct LedgerAPI: Sendable {
     private func execute(_ call: Call, _ success: Int, _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer {
         do {
             let result = try tx.savepoint { try operation(call, tx) }
-            return Answer(status: success, body: try Self.encode(result))
+            var answer = Answer(status: success, body: try Self.encode(result))
+            if let result = result as? any CarriesCredential {
+                if let replayed = result.replayed { answer.kept = try Self.encode(replayed) } else { answer.sealed = true }
+            }
+            return answer
         } catch let error as StorageError {
             throw error
         } catch {
@@ -142,10 +153,8 @@ struct LedgerAPI: Sendable {
             }
             caller = .admin
         case .enrollment:
-            guard let token = head.bearer, let account = try operations.enrollingAccount(tx, token: token) else {
-                throw APIError.unauthenticated
-            }
-            caller = .enrolling(account: account)
+            guard let token = head.bearer else { throw APIError.unauthenticated }
+            caller = .enrolling(try operations.enrollmentToken(tx, token, at: now))
         case .device:
             guard let id = head.device, let device = try operations.device(tx, id: id) else { throw APIError.unauthenticated }
             do {
@@ -161,9 +170,12 @@ struct LedgerAPI: Sendable {
             } catch let failure as RequestAuthentication.Failure {
                 throw APIError(failure)
             }
+            // Told only to the device itself: its request is signed with its secret.
+            if device.revoked { throw APIError.deviceRevoked }
+            if device.accountBlocked { throw APIError.accountBlocked }
             caller = .device(device)
         }
-        return Call(caller: caller, body: body, parameters: parameters, now: now)
+        return Call(caller: caller, body: body, parameters: parameters, queries: head.queries, now: now)
     }
 
     private func failure(_ error: any Error, _ head: Head) -> APIError {
@@ -218,6 +230,7 @@ struct Head: Sendable {
     let nonce: String?
     let signature: String?
     let idempotencyKey: String?
+    let queries: [String: String]
 
     init(_ request: Request) {
         func header(_ name: String) -> String? { HTTPField.Name(name).flatMap { request.headers[$0] } }
@@ -230,5 +243,6 @@ struct Head: Sendable {
         nonce = header(RequestAuthentication.nonceHeader)
         signature = header(RequestAuthentication.signatureHeader)
         idempotencyKey = header("Idempotency-Key")
+        queries = Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }) { first, _ in first }
     }
 }

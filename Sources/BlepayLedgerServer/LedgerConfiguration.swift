@@ -32,6 +32,8 @@ public struct LedgerConfiguration: Sendable, Hashable {
     /// How long after a voucher's expiry its offline payments may still be settled before the rest of its escrow
     /// returns to the customer, voided or not.
     public var preAuthorizationGraceSeconds = 86_400
+    /// How long an enrollment token the ledger issues enrolls a device.
+    public var enrollmentTokenLifetimeHours = 72
 
     public init() {}
 
@@ -81,6 +83,8 @@ public struct LedgerConfiguration: Sendable, Hashable {
             try section.integer("certificate_lifetime_days", into: &configuration.certificateLifetimeDays, in: 1...3650)
             try section.integer("pre_authorization_grace_seconds", into: &configuration.preAuthorizationGraceSeconds,
                 in: 0...2_592_000)
+            try section.integer("enrollment_token_lifetime_hours", into: &configuration.enrollmentTokenLifetimeHours,
+                in: 1...8760)
         }
         try reader.finish()
         return configuration

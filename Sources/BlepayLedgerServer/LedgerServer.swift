@@ -38,6 +38,7 @@ public struct LedgerServer: Sendable {
         var operations = LedgerOperations(keyring: keyring)
         operations.certificateLifetimeMilliseconds = UInt64(configuration.certificateLifetimeDays) * 86_400_000
         operations.preAuthorizationGraceMilliseconds = UInt64(configuration.preAuthorizationGraceSeconds) * 1000
+        operations.enrollmentTokenLifetimeMilliseconds = UInt64(configuration.enrollmentTokenLifetimeHours) * 3_600_000
         let watch = PaymentWatch()
         self.configuration = configuration
         self.storage = storage

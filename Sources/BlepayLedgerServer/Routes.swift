@@ -31,11 +31,34 @@ extension LedgerAPI {
             try operations.block(tx, instrument: call.parameter("id"), blocked: false)
         }
         route(router, .get, "/v1/double-spends", .admin) { _, tx in try operations.doubleSpends(tx) }
+        route(router, .get, "/v1/accounts", .admin) { call, tx in
+            let kind = try call.query("kind").map(LedgerOperations.accountKind)
+            let limit = try call.query("limit").map { text throws(APIError) in
+                guard let limit = Int(text) else { throw APIError.invalid("limit", "wrong-type", "limit is an integer") }
+                return limit
+            }
+            return try operations.accounts(tx, kind: kind, limit: limit ?? 100, after: call.query("after"))
+        }
+        route(router, .post, "/v1/accounts/:id/enrollment-tokens", .admin, success: 201) { call, tx in
+            try operations.issueEnrollmentToken(tx, account: call.parameter("id"), at: call.now)
+        }
+        route(router, .get, "/v1/accounts/:id/devices", .admin) { call, tx in
+            try operations.devices(tx, account: call.parameter("id"))
+        }
+        route(router, .post, "/v1/accounts/:id/block", .admin) { call, tx in
+            try operations.block(tx, account: call.parameter("id"), blocked: true, at: call.now)
+        }
+        route(router, .post, "/v1/accounts/:id/unblock", .admin) { call, tx in
+            try operations.block(tx, account: call.parameter("id"), blocked: false, at: call.now)
+        }
+        route(router, .post, "/v1/devices/:id/revoke", .admin) { call, tx in
+            try operations.revoke(tx, device: call.parameter("id"), at: call.now)
+        }
 
         // Enrollment.
         route(router, .post, "/v1/devices", .enrollment, success: 201) { call, tx in
-            guard case .enrolling(let account) = call.caller else { throw APIError.unauthenticated }
-            return try operations.enroll(tx, account: account, try call.decode(RegisterDevice.self), at: call.now)
+            guard case .enrolling(let token) = call.caller else { throw APIError.unauthenticated }
+            return try operations.enroll(tx, token: token, try call.decode(RegisterDevice.self), at: call.now)
         }
 
         // Devices.

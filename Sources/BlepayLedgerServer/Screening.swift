@@ -19,10 +19,8 @@ extension LedgerAPI {
             return nil
         case .enrollment:
             guard let token = head.bearer, !token.isEmpty else { throw APIError.unauthenticated }
-            let operations = self.operations
-            guard try await storage.read({ tx in try operations.enrollingAccount(tx, token: token) }) != nil else {
-                throw APIError.unauthenticated
-            }
+            let (operations, now) = (self.operations, clock())
+            _ = try await storage.read { tx in try operations.enrollmentToken(tx, token, at: now) }
             return nil
         case .device:
             guard let id = head.device else { throw APIError.unauthenticated }

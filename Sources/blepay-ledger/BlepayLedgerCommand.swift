@@ -6,13 +6,15 @@ import Logging
 import ServiceLifecycle
 
 /// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books; `keys`, `rotate-key` and
-/// `activate-key` rotate its signing key.
+/// `activate-key` rotate its signing key; the credential commands (`accounts`, `devices`, `issue-token`,
+/// `revoke-device`, `block`, `unblock`) are the operator's.
 @main
 struct BlepayLedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-ledger",
         abstract: "blepay's reference payment backend: accounts, instruments, payments, pre-authorizations, settlement.",
-        subcommands: [Serve.self, Audit.self, Keys.self, RotateKey.self, ActivateKey.self],
+        subcommands: [Serve.self, Audit.self, Keys.self, RotateKey.self, ActivateKey.self, ListAccounts.self, ListDevices.self,
+            IssueToken.self, RevokeDevice.self, BlockAccount.self, UnblockAccount.self],
         defaultSubcommand: Serve.self)
 }
 

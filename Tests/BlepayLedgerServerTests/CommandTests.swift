@@ -1,4 +1,6 @@
+import BlepayLedger
 import BlepayLedgerClient
+import BlepayProtocol
 import BlepayLedgerServer
 import BlepayLedgerStore
 import Foundation
@@ -7,7 +9,7 @@ import TestSupport
 import Testing
 
 /// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, a clean stop, and the
-/// signing key's rotation.
+/// signing key's rotation and the credential commands on a ledger that is serving.
 @Suite struct CommandTests {
     static let ledger = BuiltProduct("blepay-ledger", overriddenBy: "BLEPAY_LEDGER")
 
@@ -111,5 +113,45 @@ import Testing
         process.waitUntilExit()
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(output)")
         #expect(!output.contains("error"), "\(output)")
+    }
+
+    /// The credential commands work on the served ledger's database and answer with the admin API's JSON: what they
+    /// do is in force for the next request.
+    @Test func theCredentialCommandsIssueTokensListRevokeAndBlock() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let file = ledger.stateDirectory + "/ledger.toml"
+            try Data("[storage]\nsqlite_path = \"\(try #require(ledger.storage.sqlitePath))\"\n[ledger]\nstate_directory = \"\(ledger.stateDirectory)\"\n".utf8)
+                .write(to: URL(fileURLWithPath: file))
+            func run<T: Decodable>(_ arguments: [String], as _: T.Type) async throws -> T {
+                let result = try await Self.ledger.run(arguments + ["--config", file])
+                #expect(result.status == 0, "\(arguments): \(result.output)")
+                let json = try #require(result.output.split(separator: "\n").last.map(String.init))
+                return try JSONDecoder().decode(T.self, from: Data(json.utf8))
+            }
+            let alice = try await ledger.customer(balance: 0)
+            let cafe = try await ledger.merchant()
+
+            let customers = try await run(["accounts", "--kind", "customer"], as: AccountList.self)
+            #expect(customers.accounts.map(\.id) == [alice.account.id] && customers.next == nil)
+            let devices = try await run(["devices", alice.account.id], as: DeviceList.self)
+            #expect(devices.devices.map(\.id) == [alice.device.id] && devices.devices[0].revokedAt == nil)
+
+            let token = try #require(try await run(["issue-token", alice.account.id], as: EnrollmentTokenResource.self).token)
+            let tablet = try await ledger.admin.with(.bearer(token)).enroll(
+                RegisterDevice(name: "tablet", signingKey: SigningKey().publicKey.bytes.hex, noiseKey: nil))
+            #expect(tablet.accountId == alice.account.id)
+
+            #expect(try await run(["revoke-device", alice.device.id], as: EnrolledDevice.self).revokedAt != nil)
+            await #expect(throws: LedgerClientError.self) { try await alice.client.ownAccount() }
+            #expect(try await ledger.client(tablet).ownAccount().id == alice.account.id)
+
+            #expect(try await run(["block", cafe.account.id], as: AccountResource.self).blocked)
+            await #expect(throws: LedgerClientError.self) { try await cafe.client.ownAccount() }
+            #expect(try await run(["unblock", cafe.account.id], as: AccountResource.self).blocked == false)
+            #expect(try await cafe.client.ownAccount().id == cafe.account.id)
+
+            let unknown = try await Self.ledger.run(["revoke-device", "dev_unknown", "--config", file])
+            #expect(unknown.status == 1 && unknown.output.contains("not-found"), "\(unknown.output)")
+        }
     }
 }

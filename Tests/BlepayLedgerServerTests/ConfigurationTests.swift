@@ -20,8 +20,9 @@ import Testing
             [ledger]
             state_directory = "/srv/ledger"
             pre_authorization_grace_seconds = 3600
+            enrollment_token_lifetime_hours = 24
             """, file: "ledger.toml")
-        #expect(configuration.preAuthorizationGraceSeconds == 3_600)
+        #expect(configuration.preAuthorizationGraceSeconds == 3_600 && configuration.enrollmentTokenLifetimeHours == 24)
         #expect(configuration.port == 9000 && configuration.backend == .postgres)
         #expect(configuration.postgresPasswordFile == "/etc/blepay/pg.password")
         #expect(configuration.resolve(configuration.sqlitePath) == "/srv/ledger/ledger.sqlite")
@@ -36,6 +37,8 @@ import Testing
         ("[ledger]\nstate_dir = \"/x\"", "ledger.state_dir", "is not a known key"),
         ("[ledger]\npre_authorization_grace_seconds = -1", "ledger.pre_authorization_grace_seconds",
          "is an integer from 0 to 2592000"),
+        ("[ledger]\nenrollment_token_lifetime_hours = 0", "ledger.enrollment_token_lifetime_hours",
+         "is an integer from 1 to 8760"),
         ("[ledgr]\n", "ledgr", "is not a known key"),
         ("server = 1", "server", "is a table ([server])"),
     ])

@@ -189,7 +189,7 @@ import Testing
             // Answers stored before they named their merchant: the merchant is the settling business device's (Alice's
             // device's answer can only be matched by her key, which the café's proof is against too).
             try await ledger.storage.storage.write { tx in
-                for row in try tx.rows("SELECT principal, key, response FROM idempotency_keys", []) {
+                for row in try tx.rows("SELECT principal, key, response FROM idempotency_keys WHERE sealed = 0", []) {
                     guard var answer = try JSONSerialization.jsonObject(with: Data(try row.blob(2))) as? [String: Any],
                         let items = answer["results"] as? [[String: Any]]
                     else { continue }

@@ -22,6 +22,7 @@ import Testing
             let payment = paid.0.paymentID.description
             let legacy = "offline:\(payment)"
             try await ledger.storage.storage.write { tx in
+                try CredentialMigrationTests.undoCredentials(tx, ledgerKey: ledger.server.ledgerKey)
                 let (integer, blob) = tx.dialect == .postgres ? ("BIGINT", "BYTEA") : ("INTEGER", "BLOB")
                 try tx.run("UPDATE transfers SET id = ? WHERE id = ?",
                     [.text(legacy), .text(PreAuthorization.transferID(of: voucher.voucher.voucherID, sequence: 1))])

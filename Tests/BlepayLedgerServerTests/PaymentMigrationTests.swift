@@ -30,6 +30,7 @@ import Testing
             // id alone.
             let id = paid.paymentID.description
             try await ledger.storage.storage.write { tx in
+                try CredentialMigrationTests.undoCredentials(tx, ledgerKey: ledger.server.ledgerKey)
                 let (integer, blob) = tx.dialect == .postgres ? ("BIGINT", "BYTEA") : ("INTEGER", "BLOB")
                 try tx.run("UPDATE holds SET id = ? WHERE id = ?", [.text("hold:\(id)"), .text("hold:\(cafe.account.id):\(id)")])
                 try tx.run("UPDATE transfers SET id = ? WHERE id = ?", [.text("pay:\(id)"), .text("pay:\(cafe.account.id):\(id)")])

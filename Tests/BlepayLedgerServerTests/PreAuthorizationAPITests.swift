@@ -17,8 +17,9 @@ import Testing
             #expect(certificate.merchantID == cafe.account.id && certificate.signingKey == cafe.key.publicKey)
             #expect(isValidSignature(certificate.signature, of: certificate.signingBytes, by: ledger.server.ledgerKey.publicKey))
 
-            // The same signing key cannot be registered twice; a business device needs its Noise key.
-            let token = try #require(cafe.account.enrollmentToken)
+            // The same signing key cannot be registered twice; a business device needs its Noise key. (A token enrolls
+            // one device: these are tried with a fresh one, which a refused enrollment leaves unused.)
+            let token = try #require(try await ledger.admin.issueEnrollmentToken(for: cafe.account.id).token)
             let again = RegisterDevice(name: "till 2", signingKey: cafe.key.publicKey.bytes.hex, noiseKey: String(repeating: "11", count: 32))
             await #expect(throws: LedgerClientError.self) { try await ledger.admin.with(.bearer(token)).enroll(again) }
             let noNoise = RegisterDevice(name: "till 3", signingKey: SigningKey().publicKey.bytes.hex, noiseKey: nil)

@@ -52,7 +52,7 @@ public struct DenyListResource: Codable, Sendable, Hashable {
     public let issuedAt: UInt64
     /// Voucher ids (hex) voided and not yet released.
     public let voidedVouchers: [String]
-    /// Device keys (hex) blocked for a double spend.
+    /// Device keys (hex) blocked: for a double spend, revoked, or of a blocked merchant's business.
     public let blockedKeys: [String]
     public let keyId: String
 

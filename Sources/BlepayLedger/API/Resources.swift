@@ -62,15 +62,34 @@ public struct AccountResource: Codable, Sendable, Hashable {
     public let name: String
     /// Merchant accounts: what payments brought in.
     public let balances: [BalanceResource]
-    /// Only in the answer that created the account: the bearer token its devices enroll with.
+    /// Only in the answer that created the account: the bearer token one device enrolls with, once.
     public let enrollmentToken: String?
+    /// With the token: when it stops enrolling (milliseconds since 1970).
+    public let enrollmentTokenExpiresAt: UInt64?
+    /// True in a replayed answer to the request that created the account: the token is shown once and its
+    /// idempotency record does not keep it. The operator issues a fresh one (`POST /v1/accounts/{id}/enrollment-tokens`).
+    public let enrollmentTokenWithheld: Bool?
+    /// Blocked by the operator: its devices are refused and, for a merchant, its payments.
+    public let blocked: Bool
 
-    public init(id: String, kind: CreateAccount.Kind, name: String, balances: [BalanceResource], enrollmentToken: String?) {
+    public init(id: String, kind: CreateAccount.Kind, name: String, balances: [BalanceResource], blocked: Bool = false,
+        enrollmentToken: EnrollmentTokenResource? = nil)
+    {
         self.id = id
         self.kind = kind
         self.name = name
         self.balances = balances
-        self.enrollmentToken = enrollmentToken
+        self.blocked = blocked
+        self.enrollmentToken = enrollmentToken?.token
+        enrollmentTokenExpiresAt = enrollmentToken?.expiresAt
+        enrollmentTokenWithheld = enrollmentToken?.withheld
+    }
+}
+
+extension AccountResource: CarriesCredential {
+    public var replayed: AccountResource? {
+        AccountResource(id: id, kind: kind, name: name, balances: balances, blocked: blocked,
+            enrollmentToken: enrollmentTokenExpiresAt.map { EnrollmentTokenResource(accountId: id, token: nil, expiresAt: $0) })
     }
 }
 
@@ -104,6 +123,11 @@ public struct DeviceResource: Codable, Sendable, Hashable {
         self.secret = secret
         self.certificate = certificate
     }
+}
+
+extension DeviceResource: CarriesCredential {
+    /// An enrollment retried after the device lost the answer must get its secret again: its record keeps it sealed.
+    public var replayed: DeviceResource? { nil }
 }
 
 public struct CreateInstrument: Codable, Sendable, Hashable {

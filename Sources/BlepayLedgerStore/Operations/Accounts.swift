@@ -1,6 +1,5 @@
 import BlepayLedger
 import BlepayProtocol
-import Crypto
 import Foundation
 
 /// Accounts, device enrollment and what authentication reads.
@@ -11,22 +10,21 @@ extension LedgerOperations {
         // A merchant's account name is what its certificates show payers.
         let name = try Self.name(body.name, field: "name", limit: 64)
         let id = Self.randomID("acc_")
-        let token = Data(Self.randomBytes(32)).base64EncodedString()
-        try tx.run(
-            "INSERT INTO accounts (id, kind, name, enrollment_token_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-            [.text(id), .text(body.kind.rawValue), .text(name), .blob(Self.tokenHash(token)), now.sqlValue])
+        try tx.run("INSERT INTO accounts (id, kind, name, created_at) VALUES (?, ?, ?, ?)",
+            [.text(id), .text(body.kind.rawValue), .text(name), now.sqlValue])
         if body.kind == .merchant {
             var journal = Journal()
             journal.open(Self.merchantBook(id), kind: .merchant)
             try Books.save(tx, journal, at: now)
         }
-        return AccountResource(id: id, kind: body.kind, name: name, balances: [], enrollmentToken: token)
+        return AccountResource(id: id, kind: body.kind, name: name, balances: [],
+            enrollmentToken: try issueEnrollmentToken(tx, account: id, at: now))
     }
 
     /// An account with its balances: a merchant's takings, or what a customer's instruments hold together.
     public func account(_ tx: any SQLTransaction, _ id: String, for principal: Principal) throws -> AccountResource {
         if case .device(let device) = principal, device.account != id { throw APIError.notFound("account") }
-        guard let row = try tx.row("SELECT kind, name FROM accounts WHERE id = ?", [.text(id)]),
+        guard let row = try tx.row("SELECT kind, name, blocked_at FROM accounts WHERE id = ?", [.text(id)]),
             let kind = CreateAccount.Kind(rawValue: try row.text(0))
         else { throw APIError.notFound("account") }
         let balances = kind == .merchant
@@ -37,22 +35,22 @@ extension LedgerOperations {
                 WHERE i.account = ? GROUP BY b.currency ORDER BY b.currency
                 """, [.text(id)]
             ).map { row in BalanceResource(currency: try row.text(0), posted: try row.integer(1), held: try row.integer(2)) }
-        return AccountResource(id: id, kind: kind, name: try row.text(1), balances: balances, enrollmentToken: nil)
-    }
-
-    /// The account an enrollment token belongs to, or nil.
-    public func enrollingAccount(_ tx: any SQLTransaction, token: String) throws -> String? {
-        try tx.row("SELECT id FROM accounts WHERE enrollment_token_hash = ?", [.blob(Self.tokenHash(token))])?.text(0)
+        return AccountResource(id: id, kind: kind, name: try row.text(1), balances: balances, blocked: row.values[2] != .null)
     }
 
     /// Registers a device's keys with its account and hands out its request secret; a business device also gets
-    /// its merchant certificate, binding its signing and Noise keys to the merchant under the ledger's key.
-    public func enroll(_ tx: any SQLTransaction, account: String, _ body: RegisterDevice, at now: Timestamp) throws -> DeviceResource {
+    /// its merchant certificate, binding its signing and Noise keys to the merchant under the ledger's key. The
+    /// token is used up by it.
+    public func enroll(_ tx: any SQLTransaction, token: EnrollmentToken, _ body: RegisterDevice, at now: Timestamp) throws
+        -> DeviceResource
+    {
+        let account = token.account
         let name = try Self.text(body.name, field: "name", limit: 64)
         let signingKey = try Self.key(body.signingKey, field: "signingKey")
-        guard let row = try tx.row("SELECT kind, name FROM accounts WHERE id = ?", [.text(account)]) else {
+        guard let row = try tx.row("SELECT kind, name, blocked_at FROM accounts WHERE id = ?", [.text(account)]) else {
             throw APIError.notFound("account")
         }
+        guard row.values[2] == .null else { throw APIError.accountBlocked }
         let isMerchant = try row.text(0) == CreateAccount.Kind.merchant.rawValue
         var certificate: MerchantCertificate?
         if isMerchant {
@@ -69,30 +67,35 @@ extension LedgerOperations {
         }
         let id = Self.randomID("dev_")
         let secret = Self.randomBytes(32)
+        try useEnrollmentToken(tx, token, device: id, at: now)
         try tx.run(
             """
-            INSERT INTO devices (id, account, name, signing_key, noise_key, secret, certificate, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO devices (id, account, name, signing_key, noise_key, secret, secret_sealed, certificate, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
             """,
             [.text(id), .text(account), .text(name), .blob(signingKey.bytes),
-             certificate.map { .blob($0.noiseKey.bytes) } ?? .null, .blob(secret),
+             certificate.map { .blob($0.noiseKey.bytes) } ?? .null, .blob(try secretSeal.seal(secret, place: Self.place(device: id))),
              certificate.map { .blob($0.encoded) } ?? .null, now.sqlValue])
         return DeviceResource(
             id: id, accountId: account, name: name, secret: Data(secret).base64EncodedString(),
             certificate: certificate.map { Data($0.encoded).base64EncodedString() })
     }
 
+    /// A device as authentication needs it, its secret unsealed (or as kept before secrets were sealed, until the
+    /// sweep seals it).
     public func device(_ tx: any SQLTransaction, id: String) throws -> Device? {
         guard let row = try tx.row(
             """
-            SELECT d.id, d.account, a.kind, d.signing_key, d.secret FROM devices d JOIN accounts a ON a.id = d.account
-            WHERE d.id = ?
+            SELECT d.id, d.account, a.kind, d.signing_key, d.secret, d.secret_sealed, d.revoked_at, a.blocked_at
+            FROM devices d JOIN accounts a ON a.id = d.account WHERE d.id = ?
             """, [.text(id)])
         else { return nil }
         guard let kind = CreateAccount.Kind(rawValue: try row.text(2)), let key = try? Key32(try row.blob(3)) else {
             throw StorageError(.corrupt, "device \(id)")
         }
-        return Device(id: try row.text(0), account: try row.text(1), accountKind: kind, signingKey: key, secret: try row.blob(4))
+        let secret = try row.integer(5) == 1 ? secretSeal.open(row.blob(4), place: Self.place(device: id)) : row.blob(4)
+        return Device(id: try row.text(0), account: try row.text(1), accountKind: kind, signingKey: key, secret: secret,
+            revoked: row.values[6] != .null, accountBlocked: row.values[7] != .null)
     }
 
     /// Spends a request nonce of `device`; false if it was spent before. Nonces older than twice the timestamp
@@ -102,11 +105,11 @@ extension LedgerOperations {
             [.text(device), .text(nonce), now.sqlValue]) == 1
     }
 
-    /// The signing keys of a merchant's business devices, to check the requests it signed.
+    /// The signing keys of a merchant's business devices, to check the requests it signed; a revoked device's
+    /// requests are not its merchant's any more.
     func merchantKeys(_ tx: any SQLTransaction, merchant: String) throws -> [Key32] {
-        try tx.rows("SELECT signing_key FROM devices WHERE account = ? AND noise_key IS NOT NULL", [.text(merchant)])
+        try tx.rows("SELECT signing_key FROM devices WHERE account = ? AND noise_key IS NOT NULL AND revoked_at IS NULL",
+            [.text(merchant)])
             .compactMap { row in try? Key32(try row.blob(0)) }
     }
-
-    static func tokenHash(_ token: String) -> [UInt8] { Array(SHA256.hash(data: Array(token.utf8))) }
 }

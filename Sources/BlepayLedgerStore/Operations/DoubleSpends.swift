@@ -68,10 +68,12 @@ extension LedgerOperations {
                 }
                 return id
             }
-        let keys = try tx.rows("SELECT DISTINCT device_key FROM double_spends", []).map { row in
+        let doubleSpenders = try tx.rows("SELECT DISTINCT device_key FROM double_spends", []).map { row in
             guard let key = try? Key32(try row.blob(0)) else { throw StorageError(.corrupt, "a double spend's device key") }
             return key
         }
+        // Repeats are dropped by the list itself.
+        let keys = doubleSpenders + (try deniedDeviceKeys(tx))
         let list: DenyList
         do {
             list = try DenyList(issuedAt: now, voidedVouchers: vouchers, blockedKeys: keys,

@@ -24,6 +24,10 @@ public struct Device: Sendable, Hashable {
     public let accountKind: CreateAccount.Kind
     public let signingKey: Key32
     public let secret: [UInt8]
+    /// Revoked by the operator: refused for good.
+    public let revoked: Bool
+    /// Its account is blocked by the operator: refused while it is.
+    public let accountBlocked: Bool
 }
 
 /// The ledger's operations, each a function of one open transaction: it reads what it needs (locking what it
@@ -36,8 +40,13 @@ public struct LedgerOperations: Sendable {
     /// What idempotency records fingerprint requests under (`IdempotencyRecord`): derived from the ledger's first
     /// key, so that a rotation does not make every stored record a conflict.
     public let fingerprintKey: SymmetricKey
+    /// What device secrets and the stored answers carrying them are sealed with: derived from the ledger's first key,
+    /// which a rotation keeps, so that what was sealed before a rotation opens after it.
+    public let secretSeal: SecretSeal
     /// How long a business's merchant certificate is valid.
     public var certificateLifetimeMilliseconds: UInt64 = 365 * 24 * 3600 * 1000
+    /// How long an enrollment token enrolls a device.
+    public var enrollmentTokenLifetimeMilliseconds: UInt64 = 72 * 3600 * 1000
     /// Bounds of a pre-authorization's lifetime.
     public var preAuthorizationLifetimes: ClosedRange<Int64> = 60...(30 * 24 * 3600)
     /// How long after a voucher's expiry its offline payments may still be settled before the rest of the escrow
@@ -48,6 +57,7 @@ public struct LedgerOperations: Sendable {
     public init(keyring: LedgerKeyring) {
         self.keyring = keyring
         fingerprintKey = IdempotencyRecord.fingerprintKey(from: keyring.current.original)
+        secretSeal = SecretSeal(ledgerKey: keyring.current.original)
     }
 
     /// A ledger with one key that never rotates (tests, tools).

@@ -14,8 +14,8 @@ extension LedgerOperations {
     }
 
     /// Fails requests nobody accepted in time, releases holds past their time and the escrow of pre-authorizations
-    /// past their release (expiry plus grace, voided or not), and forgets
-    /// nonces and idempotency records that can no longer matter. At most `limit` of each per call.
+    /// past their release (expiry plus grace, voided or not), seals credentials kept in clear by an older ledger, and
+    /// forgets nonces and idempotency records that can no longer matter. At most `limit` of each per call.
     public func expire(_ tx: any SQLTransaction, at now: Timestamp, limit: Int = 500) throws -> Expired {
         var expired = Expired()
         for row in try tx.rows(
@@ -49,6 +49,7 @@ extension LedgerOperations {
             try save(tx, preAuthorization)
             expired.preAuthorizations += 1
         }
+        try sealKeptCredentials(tx, limit: limit)
         let nonceWindow = UInt64(2 * RequestAuthentication.window * 1000)
         try tx.run("DELETE FROM nonces WHERE seen_at < ?", [.integer(Int64(now.millisecondsSince1970) - Int64(nonceWindow))])
         try tx.run("DELETE FROM idempotency_keys WHERE created_at < ?",
@@ -57,18 +58,61 @@ extension LedgerOperations {
     }
 
     public func idempotencyRecord(_ tx: any SQLTransaction, principal: String, key: String) throws -> IdempotencyRecord? {
-        try tx.row("SELECT parameters_hash, status, response FROM idempotency_keys WHERE principal = ? AND key = ?",
+        try tx.row("SELECT parameters_hash, status, response, sealed FROM idempotency_keys WHERE principal = ? AND key = ?",
             [.text(principal), .text(key)]).map { row in
-            IdempotencyRecord(key: key, parametersHash: try row.text(0), status: Int(try row.integer(1)), response: try row.blob(2))
+            let response = try row.integer(3) == 1
+                ? secretSeal.open(row.blob(2), place: Self.place(principal: principal, key: key)) : row.blob(2)
+            return IdempotencyRecord(key: key, parametersHash: try row.text(0), status: Int(try row.integer(1)), response: response)
         }
     }
 
-    public func store(_ tx: any SQLTransaction, _ record: IdempotencyRecord, principal: String, at now: Timestamp) throws {
+    /// Keeps a request's record; `sealed` when its response carries a credential a replay must hand back.
+    public func store(_ tx: any SQLTransaction, _ record: IdempotencyRecord, principal: String, sealed: Bool = false,
+        at now: Timestamp) throws
+    {
+        let response = try sealed
+            ? secretSeal.seal(record.response, place: Self.place(principal: principal, key: record.key)) : record.response
         try tx.run(
-            "INSERT INTO idempotency_keys (principal, key, parameters_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            """
+            INSERT INTO idempotency_keys (principal, key, parameters_hash, status, response, sealed, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
             [.text(principal), .text(record.key), .text(record.parametersHash), .integer(Int64(record.status)),
-             .blob(record.response), now.sqlValue])
+             .blob(response), .integer(sealed ? 1 : 0), now.sqlValue])
     }
+
+    /// Seals what a ledger kept in clear before it sealed credentials (`Schema`, migration 7): device secrets, the
+    /// records of enrollments (which carry a secret), and the operator's records, whose answers may carry an
+    /// enrollment token, which is withheld as a replay now answers. At most `limit` of each per call.
+    func sealKeptCredentials(_ tx: any SQLTransaction, limit: Int) throws {
+        for row in try tx.rows("SELECT id, secret FROM devices WHERE secret_sealed = 0 LIMIT ?", [.integer(Int64(limit))]) {
+            let id = try row.text(0)
+            try tx.run("UPDATE devices SET secret = ?, secret_sealed = 1 WHERE id = ?",
+                [.blob(try secretSeal.seal(try row.blob(1), place: Self.place(device: id))), .text(id)])
+        }
+        for row in try tx.rows("SELECT principal, key, response FROM idempotency_keys WHERE sealed = -1 LIMIT ?",
+            [.integer(Int64(limit))])
+        {
+            let (principal, key, response) = (try row.text(0), try row.text(1), try row.blob(2))
+            if principal.hasPrefix("enrollment:") {
+                try tx.run("UPDATE idempotency_keys SET response = ?, sealed = 1 WHERE principal = ? AND key = ?",
+                    [.blob(try secretSeal.seal(response, place: Self.place(principal: principal, key: key))), .text(principal), .text(key)])
+            } else {
+                var kept = response
+                if var object = (try? JSONSerialization.jsonObject(with: Data(response))) as? [String: Any],
+                    object.removeValue(forKey: "enrollmentToken") != nil
+                {
+                    object["enrollmentTokenWithheld"] = true
+                    kept = Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+                }
+                try tx.run("UPDATE idempotency_keys SET response = ?, sealed = 0 WHERE principal = ? AND key = ?",
+                    [.blob(kept), .text(principal), .text(key)])
+            }
+        }
+    }
+
+    /// Where an idempotency record's sealed response is kept.
+    static func place(principal: String, key: String) -> String { "idempotency:\(principal):\(key)" }
 
     /// Everything wrong with the books: the journal's own checks (every transfer balanced, balances equal to the
     /// transfers and holds, none below zero), every payment and pre-authorization against the postings its

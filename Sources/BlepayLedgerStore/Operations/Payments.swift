@@ -102,6 +102,7 @@ extension LedgerOperations {
         let isCustomer = device.accountKind == .customer && device.signingKey == acceptance.customerKey
         guard device.account == stored.merchant || isCustomer else { throw APIError.notFound("payment") }
         if stored.payment.acceptance == acceptance { return try resource(stored) }
+        try requireUnblocked(tx, merchant: stored.merchant)
         // Paid by another payer already: offline from a voucher (an online payer is the payment's own status).
         guard try payer(tx, merchant: stored.merchant, payment: acceptance.paymentID) == nil else {
             throw APIError(LedgerError(.invalidStatus, "payment \(acceptance.paymentID) was paid by another payer"))
@@ -112,7 +113,8 @@ extension LedgerOperations {
         guard let instrument = try tx.row(
             """
             SELECT i.type, i.blocked, i.account FROM instruments i JOIN devices d ON d.account = i.account
-            WHERE i.id = ? AND d.signing_key = ?
+            JOIN accounts a ON a.id = i.account
+            WHERE i.id = ? AND d.signing_key = ? AND d.revoked_at IS NULL AND a.blocked_at IS NULL
             """, [.text(acceptance.instrumentID), .blob(acceptance.customerKey.bytes)]),
             (try instrument.text(0) == CreateInstrument.Kind.delegated.rawValue) == acceptance.delegatedInstrument
         else { throw APIError(LedgerError(.unknownAccount, "no such instrument of the accepting customer")) }

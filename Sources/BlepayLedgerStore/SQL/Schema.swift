@@ -126,13 +126,36 @@ enum Schema {
         CREATE INDEX payments_open ON payments (expires_at) WHERE status = 'authorization_required';
         CREATE INDEX payments_id ON payments (id);
         """,
+        // Credentials with a lifecycle. Enrollment tokens get their own table: several may be outstanding, each
+        // enrolls one device until it expires; an account's existing token expires 72 hours after this upgrade.
+        // Accounts can be blocked and devices revoked. Device secrets and the stored answers carrying a credential
+        // are sealed by the ledger (it holds the key): existing ones are marked here (`secret_sealed` 0, `sealed`
+        // -1 for the records of the operator and of enrollments, which may carry one) and sealed by its sweep.
+        """
+        CREATE TABLE enrollment_tokens (
+            hash BLOB PRIMARY KEY, account TEXT NOT NULL REFERENCES accounts(id), expires_at INTEGER NOT NULL,
+            used_at INTEGER, device TEXT, created_at INTEGER NOT NULL);
+        CREATE INDEX enrollment_tokens_account ON enrollment_tokens (account);
+        INSERT INTO enrollment_tokens (hash, account, expires_at, created_at)
+            SELECT enrollment_token_hash, id, {now} + 259200000, created_at FROM accounts;
+        ALTER TABLE accounts DROP COLUMN enrollment_token_hash;
+        ALTER TABLE accounts ADD COLUMN blocked_at INTEGER;
+        ALTER TABLE devices ADD COLUMN revoked_at INTEGER;
+        ALTER TABLE devices ADD COLUMN secret_sealed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE idempotency_keys ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+        UPDATE idempotency_keys SET sealed = -1 WHERE principal = 'admin' OR principal LIKE 'enrollment:%';
+        CREATE INDEX devices_unsealed ON devices (id) WHERE secret_sealed = 0;
+        CREATE INDEX idempotency_keys_unsealed ON idempotency_keys (principal) WHERE sealed = -1;
+        """,
     ]
 
-    /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers and bytes differently.
+    /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers, bytes and the time (`{now}`, in
+    /// milliseconds since 1970) differently.
     static func statements(_ migration: String, for dialect: SQLDialect) -> [String] {
         let text = dialect == .postgres
             ? migration.replacingOccurrences(of: " INTEGER", with: " BIGINT").replacingOccurrences(of: " BLOB", with: " BYTEA")
-            : migration
+                .replacingOccurrences(of: "{now}", with: "(CAST(EXTRACT(EPOCH FROM now()) AS BIGINT) * 1000)")
+            : migration.replacingOccurrences(of: "{now}", with: "(CAST(strftime('%s', 'now') AS INTEGER) * 1000)")
         return text.split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
     }
 

@@ -137,7 +137,8 @@ public struct PreAuthorizationPresentation: Sendable, Hashable {
 }
 
 /// What an offline business must refuse, as the ledger knew it at `issuedAt`: vouchers their customers voided (until
-/// their rest is released; after that nothing settles from them anyway) and device keys that signed a double spend.
+/// their rest is released; after that nothing settles from them anyway) and device keys that signed a double spend,
+/// were revoked by the operator, or belong to a business of a merchant the operator blocked.
 /// Signed by the ledger (Ed25519). The lists are kept ascending and without repeats, so that the encoding is canonical.
 public struct DenyList: Sendable, Hashable {
     public let issuedAt: Timestamp
