@@ -70,7 +70,16 @@ public struct CustomerMachine: Sendable {
     /// as they name the payment (the in-memory tiers, whose ledger signs with keys of its own).
     private let ledgerKeys: TrustedLedgerKeys?
 
+    /// The newest deny list from the ledger: a merchant whose business key it names is refused.
+    private var denyList: DenyList?
+
     public init(ledgerKeys: TrustedLedgerKeys? = nil) { self.ledgerKeys = ledgerKeys }
+
+    /// A deny list from the ledger (fetched, or kept from before): the newest one is used from now on. It reaches a
+    /// customer that cannot ask the ledger, so a revoked or blocked merchant is refused offline too.
+    public mutating func denyListReceived(_ list: DenyList) {
+        if denyList.map({ $0.issuedAt < list.issuedAt }) ?? true { denyList = list }
+    }
 
     /// Starts the registration: the driver advertises and accepts connections until `stop`.
     public mutating func start() {
@@ -99,6 +108,10 @@ public struct CustomerMachine: Sendable {
     public mutating func connected(_ peer: PeerID, _ session: PeerSession) -> [CustomerAction] {
         guard isReceiving, !stopping else { return [.disconnect(peer)] }
         guard sessions[peer] == nil else { return [] }
+        if denyList?.denies(key: session.certificate.signingKey) == true {
+            return [.emit(.error(peer, nil, PaymentError(.securityFailure, "the ledger revoked this merchant's business key"))),
+                .disconnect(peer)]
+        }
         sessions[peer] = session
         var queries: [CustomerAction] = []
         for payment in payments.newestFirst.reversed()

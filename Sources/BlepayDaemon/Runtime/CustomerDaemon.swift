@@ -36,9 +36,14 @@ public enum CustomerDaemon {
         let (reaching, reached) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // The signed pairs this customer paid under a voucher, settled by it too if its business does not get there
         // first: no device holds the only copy.
+        // With them, the ledger's deny list: a revoked or blocked merchant is refused offline too.
         let settlement = OfflineSettlement(
             queue: SettlementQueue(store: context.store), ledger: context.ledger,
             settings: .init(interval: .seconds(context.configuration.ledgerProbeSeconds), limits: .unlimited),
+            denyList: DenyListRefresh(
+                store: DenyListStore(store: context.store), ledger: context.ledger, trusted: context.trustedLedgerKeys,
+                maximumAgeMilliseconds: 86_400_000, minimumInterval: .seconds(900), clock: context.clock,
+                logger: context.logger),
             reachability: reachability, clock: context.clock, logger: context.logger)
         let service = CustomerService(
             links: {
@@ -73,7 +78,7 @@ public enum CustomerDaemon {
             LinkService(name: "SettlementService") {
                 await withDiscardingTaskGroup { group in
                     group.addTask { await settlement.run() }
-                    group.addTask { for await _ in settlement.newDenyLists {} }
+                    group.addTask { for await list in settlement.newDenyLists { await service.denyListReceived(list) } }
                 }
             },
             ControlService {

@@ -36,6 +36,8 @@ public actor CustomerService {
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private var registration: Registration?
+    /// The newest deny list, for every registration.
+    private var denyList: DenyList?
     /// Payments of ended registrations, newest first.
     private var past: [PaymentSnapshot] = []
     private let continuation: AsyncStream<CustomerEvent>.Continuation
@@ -76,7 +78,10 @@ public actor CustomerService {
                 logger.error("the BLE link layer stopped", metadata: ["error": "\(error)"])
             }
         }
-        let driving = Task { await driver.run() }
+        let driving = Task { [denyList] in
+            if let denyList { await driver.denyListReceived(denyList) }
+            await driver.run()
+        }
         let relaying = Task { [continuation] in
             for await event in driver.events {
                 if case .error(let peer, let id, let error) = event, error.code == .clockSkew {
@@ -90,6 +95,13 @@ public actor CustomerService {
         }
         registration = Registration(driver: driver, tasks: [serving, driving], relaying: relaying)
         logger.info("receiving payments")
+    }
+
+    /// A deny list from the ledger: the merchants it names are refused, now and by later registrations.
+    public func denyListReceived(_ list: DenyList) async {
+        guard denyList.map({ $0.issuedAt < list.issuedAt }) ?? true else { return }
+        denyList = list
+        await registration?.driver.denyListReceived(list)
     }
 
     /// Receives from the start, and lets the app stop and start receiving, until the calling task is cancelled.

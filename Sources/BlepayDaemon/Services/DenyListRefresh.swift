@@ -2,10 +2,11 @@ import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayProtocol
 import Logging
+import Synchronization
 
-/// The business's copy of the ledger's deny list (voided vouchers, blocked devices), what it checks vouchers against
-/// while it cannot ask: a list is taken only with the signature of a trusted ledger key, kept in the state file
-/// before it is used, and replaced only by a newer one.
+/// A daemon's copy of the ledger's deny list (voided vouchers, blocked devices), what the business checks vouchers
+/// against, and the customer merchants' keys, while they cannot ask: a list is taken only with the signature of a
+/// trusted ledger key, kept in the state file before it is used, and replaced only by a newer one.
 public struct DenyListRefresh: Sendable {
     let store: DenyListStore
     let ledger: LedgerClient
@@ -14,15 +15,24 @@ public struct DenyListRefresh: Sendable {
     let maximumAgeMilliseconds: UInt64
     let clock: @Sendable () -> Timestamp
     let logger: Logger
+    /// The least time between two fetches: each settlement round may ask, but a customer needs far fewer.
+    let minimumInterval: Duration
+    private let lastFetch = LastFetch()
+
+    /// When the list was last asked for, shared by the copies of this value.
+    private final class LastFetch: Sendable {
+        let instant = Mutex<ContinuousClock.Instant?>(nil)
+    }
 
     public init(
         store: DenyListStore, ledger: LedgerClient, trusted: TrustedLedgerKeys, maximumAgeMilliseconds: UInt64,
-        clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        minimumInterval: Duration = .zero, clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         self.store = store
         self.ledger = ledger
         self.trusted = trusted
         self.maximumAgeMilliseconds = maximumAgeMilliseconds
+        self.minimumInterval = minimumInterval
         self.clock = clock
         self.logger = logger
     }
@@ -39,6 +49,13 @@ public struct DenyListRefresh: Sendable {
 
     /// Asks the ledger for its list; returns it once kept, if it is newer than the one kept.
     func refresh() async -> DenyList? {
+        let now = ContinuousClock.now
+        let due = lastFetch.instant.withLock { last in
+            guard last.map({ now - $0 >= minimumInterval }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return nil }
         let list: DenyList
         do throws(LedgerClientError) {
             list = try await ledger.denyList()

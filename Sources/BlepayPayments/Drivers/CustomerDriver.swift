@@ -96,6 +96,9 @@ public actor CustomerDriver {
 
     public func snapshot(of paymentID: PaymentID) -> PaymentSnapshot? { machine.snapshot(of: paymentID) }
 
+    /// A deny list from the ledger: merchants it names are refused from the next connection on.
+    public func denyListReceived(_ list: DenyList) { machine.denyListReceived(list) }
+
     /// The payments shown, newest first.
     public var snapshots: [PaymentSnapshot] { machine.snapshots }
 
