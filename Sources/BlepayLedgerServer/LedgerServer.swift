@@ -5,6 +5,8 @@ import BlepayProtocol
 import Crypto
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import ServiceLifecycle
 
@@ -46,11 +48,18 @@ public struct LedgerServer: Sendable {
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// The HTTP application; `onRunning` gets the bound port (useful with port 0).
-    public func application(logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
-        -> some ApplicationProtocol
+    /// The HTTP application, HTTPS with `[tls]`; `onRunning` gets the bound port (useful with port 0). Throws a
+    /// `ConfigurationError` naming `configurationFile` when the certificate or key file cannot be used.
+    public func application(configurationFile: String, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol
     {
-        Application(router: api.routes(),
+        var server = HTTPServerBuilder.http1()
+        if let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile {
+            let credentials = try ServerCertificate(certificatePath: configuration.resolve(certificate),
+                keyPath: configuration.resolve(key), file: configurationFile, logger: logger)
+            server = try .tls(.http1(), tlsConfiguration: credentials.serverConfiguration())
+        }
+        return Application(router: api.routes(), server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "blepay-ledger"),
             services: [sweeper],
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
