@@ -114,6 +114,7 @@ ledger_curl() { curl -sf --cacert "$ledger_tls/ca.crt" "${@:2}" "$ledger_url$1";
 # Starts the ledger over HTTPS on all addresses, with a certificate from a CA made for the run; publishes the CA as
 # $out/ledger-ca.crt and the ledger's key as $out/ledger.key.
 start_ledger() {
+  install -d -m 0700 /var/lib/blepay-ledger
   bash "$root/scripts/tls-certificate.sh" "$ledger_tls" ledger DNS:localhost IP:::1 IP:fd00:1ed::1 IP:fd00:b1e::a ||
     fail "no certificate for the ledger"
   put ledger-ca.crt < "$ledger_tls/ca.crt"

@@ -5,7 +5,8 @@ import LedgerTestSupport
 import TestSupport
 import Testing
 
-/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, and a clean stop.
+/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file or TLS key, and a clean
+/// stop.
 @Suite struct CommandTests {
     static let ledger = BuiltProduct("blepay-ledger", overriddenBy: "BLEPAY_LEDGER")
 
@@ -34,6 +35,22 @@ import Testing
         let result = try run(["serve", "--config", file])
         #expect(result.status == 78)
         #expect(result.output == "blepay-ledger: config.invalid: \(file): server.port is an integer from 0 to 65535\n")
+    }
+
+    @Test func aTLSKeyFileThatCannotBeReadStopsServeWithOneLineAndExitCode78() throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        let certificate = try authority.issue()
+        let file = (authority.directory as NSString).appendingPathComponent("ledger.toml")
+        let missing = (authority.directory as NSString).appendingPathComponent("missing.key")
+        try Data("""
+            [tls]
+            certificate_file = "\(certificate.certificateFile)"
+            key_file = "\(missing)"
+            """.utf8).write(to: URL(fileURLWithPath: file))
+        let result = try run(["serve", "--config", file, "--state-directory", authority.directory + "/state", "--port", "0"])
+        #expect(result.status == 78)
+        #expect(result.output == "blepay-ledger: config.invalid: \(file): tls.key_file names \(missing), which is not a readable PEM private key\n")
     }
 
     @Test func serveStopsCleanlyOnSIGTERM() async throws {

@@ -186,7 +186,7 @@ public final class RunningLedger: Sendable {
         public var error: ErrorBody.Detail? { try? JSONDecoder().decode(ErrorBody.self, from: Data(body)).error }
     }
 
-    /// One request exactly as given: for the tests of authentication and of bad input.
+    /// One request exactly as given, to a ledger started without TLS: for the tests of authentication and of bad input.
     public func raw(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawAnswer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
