@@ -135,7 +135,8 @@ public struct LedgerClient: Sendable {
                 (status, answer) = try await exchange(method, path, body: body, idempotencyKey: idempotencyKey)
                 tls?.report(nil, logger: logger)
             } catch let error as LedgerClientError {
-                // Nothing was sent, and another attempt would meet the same certificate or the same configuration.
+                // No trusted connection (nothing was sent), a secret refused before sending, or an answer too large:
+                // another attempt would meet the same certificate, configuration or answer.
                 tls?.report(error, logger: logger)
                 throw error
             } catch {

@@ -10,11 +10,11 @@ import Synchronization
 
 /// How a client reaches an `https://` ledger: one HTTP/1.1 exchange per TLS connection. It is the client's own
 /// rather than a general HTTP client's so that the server's certificate, its chain and name verified, is checked
-/// against the pin before a byte of the request is sent. (A loopback `http://` ledger is reached through the
-/// pooled AsyncHTTPClient, as before.)
+/// against the pin before a byte of the request is sent. (A loopback `http://` ledger is reached through
+/// AsyncHTTPClient's pooled connections.)
 final class LedgerTransport: Sendable {
-    let host: String
-    let port: Int
+    private let host: String
+    private let port: Int
     /// The `Host` header: an IPv6 address in brackets.
     private let authority: String
     /// The TLS settings, or why there are none (an unreadable CA file): every request then fails with it.
@@ -37,6 +37,7 @@ final class LedgerTransport: Sendable {
         async throws -> (Int, [UInt8])
     {
         let context = try tls.get()
+        // Copied out: the channel's closures must not hold on to the transport.
         let (host, port, authority, pin) = (host, port, authority, pin)
         let deadline = NIODeadline.now() + timeout
         let (channel, handshake) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -101,9 +102,10 @@ final class LedgerTransport: Sendable {
         }
     }
 
-    /// Logs a TLS failure as an error the first time it is seen (again after a success), else at debug level.
-    func report(_ failure: LedgerClientError?, logger: Logger) {
-        let reason = failure?.description
+    /// Logs a TLS failure as an error the first time it is seen (again after a connection that was trusted), else
+    /// at debug level; `outcome` is how an exchange ended, nil when it was answered.
+    func report(_ outcome: LedgerClientError?, logger: Logger) {
+        let reason: String? = if case .tlsFailed? = outcome { outcome?.description } else { nil }
         let new = lastFailure.withLock { last in defer { last = reason }; return last != reason }
         guard let reason else { return }
         logger.log(level: new ? .error : .debug, "no trusted connection to the ledger; not retried",
@@ -111,7 +113,8 @@ final class LedgerTransport: Sendable {
     }
 }
 
-/// Fulfils a promise when the TLS handshake completes, or fails it with why it did not.
+/// Fulfils a promise when the TLS handshake completes, or fails it with why it did not: an error, the connection
+/// closing, or the channel torn down without ever connecting (the network unreachable).
 private final class HandshakeWatch: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
     private let promise: EventLoopPromise<Void>
@@ -132,6 +135,10 @@ private final class HandshakeWatch: ChannelInboundHandler, RemovableChannelHandl
     func channelInactive(context: ChannelHandlerContext) {
         settle(ChannelError.eof)
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        settle(ChannelError.ioOnClosedChannel)
     }
 
     private func settle(_ error: (any Error)?) {

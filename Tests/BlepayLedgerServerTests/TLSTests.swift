@@ -86,6 +86,21 @@ import Testing
         }
     }
 
+    @Test func anHTTPSLedgerNothingListensAtIsUnavailableAfterTheRetries() async throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        // The connection is refused before TLS starts: a failure to reach the ledger, retried, not a TLS refusal.
+        let client = LedgerClient(baseURL: "https://127.0.0.1:9", credentials: .none,
+            retry: .init(attempts: 2, firstDelay: .milliseconds(10), timeout: .seconds(2)),
+            trust: LedgerTrust(caFile: authority.caFile), logger: testLogger)
+        do {
+            _ = try await client.ledgerKey()
+            Issue.record("reached a closed port")
+        } catch {
+            #expect(error.code == "ledger.unavailable")
+        }
+    }
+
     @Test func cardsAndTokensAreNeverSentInClearToAnotherHost() async throws {
         // 192.0.2.1 (TEST-NET-1) answers nothing: a request that were sent would end as unavailable, not refused.
         let remote = "http://192.0.2.1:8480"
