@@ -58,7 +58,26 @@ final class LedgerTransport: Sendable {
             }
         let timer = channel.channel.eventLoop.scheduleTask(deadline: deadline) { channel.channel.close(promise: nil) }
         defer { timer.cancel() }
-        return try await channel.executeThenClose { inbound, outbound in
+        do {
+            return try await Self.exchange(method, path, headers: headers, body: body, on: channel, handshake: handshake,
+                authority: authority, pin: pin)
+        } catch where NIODeadline.now() >= deadline && !(error is LedgerClientError) {
+            // The timer closed the connection: say so rather than how the closing showed.
+            throw TimedOut(timeout: timeout)
+        }
+    }
+
+    /// A connection closed at the deadline.
+    private struct TimedOut: Error, CustomStringConvertible {
+        let timeout: TimeAmount
+        var description: String { "no answer within \(timeout.nanoseconds / 1_000_000) ms" }
+    }
+
+    private static func exchange(_ method: String, _ path: String, headers: HTTPHeaders, body: [UInt8],
+        on channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, handshake: EventLoopFuture<Void>,
+        authority: String, pin: [UInt8]?) async throws -> (Int, [UInt8])
+    {
+        try await channel.executeThenClose { inbound, outbound in
             do { try await handshake.get() } catch { throw Self.tlsFailure(error) ?? error }
             if let pin {
                 let leaf = try await channel.channel.nioSSL_peerCertificate().get()

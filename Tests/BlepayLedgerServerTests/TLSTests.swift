@@ -101,6 +101,31 @@ import Testing
         }
     }
 
+    @Test func aLedgerThatNeverAnswersTheHandshakeTimesOutAsUnavailable() async throws {
+        // A socket that listens but never accepts: the kernel completes the connection, nobody answers TLS.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                guard bind(listener, address, length) == 0, listen(listener, 4) == 0,
+                    getsockname(listener, address, &length) == 0
+                else { throw CocoaError(.fileReadUnknown) }
+            }
+        }
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        let client = LedgerClient(baseURL: "https://127.0.0.1:\(UInt16(bigEndian: address.sin_port))", credentials: .none,
+            retry: .init(attempts: 1, timeout: .milliseconds(300)), trust: LedgerTrust(caFile: authority.caFile),
+            logger: testLogger)
+        await #expect(throws: LedgerClientError.unavailable("GET /v1/ledger-key: no answer within 300 ms")) {
+            try await client.ledgerKey()
+        }
+    }
+
     @Test func cardsAndTokensAreNeverSentInClearToAnotherHost() async throws {
         // 192.0.2.1 (TEST-NET-1) answers nothing: a request that were sent would end as unavailable, not refused.
         let remote = "http://192.0.2.1:8480"
