@@ -93,7 +93,8 @@ configure() {
   local file=$1 role=$2 url=$3 token=$4 adapter=${5:-hci0} instance=${6:-}
   local state=/var/lib/blepay-$role${instance:+-$instance}
   mkdir -p "$state"
-  printf '[bluetooth]\nadapter = "%s"\n[ledger]\nurl = "%s"\npublic_key = "%s"\n' "$adapter" "$url" "$(cat "$out/ledger.key")" > "$file"
+  printf '[bluetooth]\nadapter = "%s"\n[ledger]\nurl = "%s"\npublic_key = "%s"\n' \
+    "$adapter" "$url" "$(cat "$out/ledger.key")" > "$file"
   if [[ $url == https://* ]]; then
     cp "$out/ledger-ca.crt" "$state/ledger-ca.crt"
     printf 'ca_file = "ledger-ca.crt"\n' >> "$file"
