@@ -6,10 +6,11 @@
 # Usage: scripts/contract.sh PATH_TO_blepay-ledger [EXAMPLES]
 #   EXAMPLES: generated cases per operation (default 50; also CONTRACT_EXAMPLES). CONTRACT_VERBOSE=1 prints
 #   schemathesis' report also when the run passes.
-# The ledger runs on a free port with SQLite in a temporary state directory; scripts/contract_fixtures.py prepares
-# accounts, devices, funded cards, a pre-authorization and payments through the API, and scripts/contract_hooks.py
-# signs schemathesis' requests and points every other one at those resources. Cases are valid and invalid data
-# (schemathesis' positive and negative generation), derandomized.
+# The ledger runs over HTTPS (a certificate from a CA made for the run, which every client is given) on a free port
+# with SQLite in a temporary state directory; scripts/contract_fixtures.py prepares accounts, devices, funded cards,
+# a pre-authorization and payments through the API, and scripts/contract_hooks.py signs schemathesis' requests and
+# points every other one at those resources. Cases are valid and invalid data (schemathesis' positive and negative
+# generation), derandomized.
 set -euo pipefail
 
 schemathesis_version=3.39.16
@@ -48,14 +49,19 @@ stop_server() {
 trap 'stop_server; rm -rf "$work"' EXIT
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-url="http://127.0.0.1:$port"
+url="https://127.0.0.1:$port"
 start=$SECONDS
-BLEPAY_LOG_LEVEL=${BLEPAY_LOG_LEVEL:-warning} "$binary" serve --state-directory "$state" --port "$port" 2>"$work/ledger.log" &
+bash "$root/scripts/tls-certificate.sh" "$work/tls" ledger IP:127.0.0.1 DNS:localhost
+ca="$work/tls/ca.crt"
+printf '[tls]\ncertificate_file = "%s"\nkey_file = "%s"\n' "$work/tls/ledger.crt" "$work/tls/ledger.key" >"$work/ledger.toml"
+BLEPAY_LOG_LEVEL=${BLEPAY_LOG_LEVEL:-warning} "$binary" serve --config "$work/ledger.toml" --state-directory "$state" \
+  --port "$port" 2>"$work/ledger.log" &
 server=$!
 up=
 for _ in $(seq 300); do
-  if python3 -c 'import sys, urllib.request; sys.exit(urllib.request.urlopen(sys.argv[1], timeout=1).status != 200)' \
-    "$url/v1/health" 2>/dev/null; then
+  if python3 -c 'import ssl, sys, urllib.request
+context = ssl.create_default_context(cafile=sys.argv[2])
+sys.exit(urllib.request.urlopen(sys.argv[1], timeout=1, context=context).status != 200)' "$url/v1/health" "$ca" 2>/dev/null; then
     up=1
     break
   fi
@@ -69,7 +75,7 @@ if [[ -z $up ]]; then
 fi
 
 export PYTHONPATH="$root/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
-if ! python3 "$root/scripts/contract_fixtures.py" "$url" "$state" >"$work/fixtures.json"; then
+if ! REQUESTS_CA_BUNDLE="$ca" python3 "$root/scripts/contract_fixtures.py" "$url" "$state" >"$work/fixtures.json"; then
   echo "contract: preparing the fixtures failed; the ledger's log:" >&2
   cat "$work/ledger.log" >&2
   exit 1
@@ -80,7 +86,7 @@ set +e
   cd "$work"
   BLEPAY_CONTRACT_FIXTURES="$work/fixtures.json" BLEPAY_CONTRACT_URL="$url" BLEPAY_CONTRACT_STATS="$work/stats.json" \
     SCHEMATHESIS_HOOKS=contract_hooks SCHEMATHESIS_TELEMETRY=false \
-    "${schemathesis[@]}" run "$root/docs/ledger-openapi.yaml" --base-url "$url" \
+    "${schemathesis[@]}" run "$root/docs/ledger-openapi.yaml" --base-url "$url" --request-tls-verify "$ca" \
     --checks not_a_server_error --checks status_code_conformance --checks content_type_conformance \
     --checks response_schema_conformance --checks response_headers_conformance \
     --hypothesis-max-examples "$examples" --hypothesis-derandomize --hypothesis-suppress-health-check all \

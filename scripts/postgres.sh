@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A local PostgreSQL for the ledger and its tests (Debian 12, run as root): installs the server if it is
-# missing, starts the cluster, and creates the role and database `blepay` (password `blepay`). Safe to run
-# again: every step is skipped when it is already done.
+# missing, starts the cluster with TLS (a certificate for localhost, 127.0.0.1 and ::1 from a CA of its own, whose
+# certificate is left world-readable in $TLS_DIR/ca.crt for postgres_tls = "verify-full"), and creates the role and
+# database `blepay` (password `blepay`). Safe to run again: every step is skipped when it is already done.
 set -euo pipefail
 
 VERSION=15
@@ -12,6 +13,7 @@ DATABASE=blepay
 HOST=127.0.0.1
 PORT=5432
 TIMEOUT=30
+TLS_DIR=/etc/postgresql/$VERSION/$CLUSTER/blepay-tls
 
 fail() {
     echo "postgres: $*" >&2
@@ -48,6 +50,26 @@ if [[ $(pg_conftool -s "$VERSION" "$CLUSTER" show max_connections 2>/dev/null) !
     fi
 fi
 
+tls_changed=
+if [[ ! -s $TLS_DIR/server.crt || ! -s $TLS_DIR/ca.crt ]]; then
+    tls_changed=1
+    echo "postgres: making a CA and a server certificate in $TLS_DIR"
+    install -d -m 0755 -o postgres -g postgres "$TLS_DIR"
+    bash "$(dirname "$0")/tls-certificate.sh" "$TLS_DIR" server DNS:localhost IP:127.0.0.1 IP:::1
+    chown postgres:postgres "$TLS_DIR/server.key" "$TLS_DIR/server.crt"
+fi
+for setting in "ssl on" "ssl_cert_file $TLS_DIR/server.crt" "ssl_key_file $TLS_DIR/server.key" "ssl_min_protocol_version TLSv1.2"; do
+    read -r name value <<<"$setting"
+    if [[ $(pg_conftool -s "$VERSION" "$CLUSTER" show "$name" 2>/dev/null) != "$value" ]]; then
+        pg_conftool "$VERSION" "$CLUSTER" set "$name" "$value"
+        tls_changed=1
+    fi
+done
+if [[ -n $tls_changed && $(cluster_status) == online* ]]; then
+    echo "postgres: reloading cluster $VERSION/$CLUSTER for TLS"
+    pg_ctlcluster "$VERSION" "$CLUSTER" reload
+fi
+
 if [[ $(cluster_status) != online* ]]; then
     echo "postgres: starting cluster $VERSION/$CLUSTER"
     pg_ctlcluster "$VERSION" "$CLUSTER" start
@@ -73,4 +95,4 @@ if [[ $(psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = '$DATABASE'")
     psql_admin -c "CREATE DATABASE $DATABASE OWNER $ROLE"
 fi
 
-echo "postgres: ready at postgres://$ROLE:$PASSWORD@$HOST:$PORT/$DATABASE"
+echo "postgres: ready at postgres://$ROLE:$PASSWORD@$HOST:$PORT/$DATABASE (TLS: verify-full with $TLS_DIR/ca.crt)"

@@ -19,7 +19,7 @@ offline=${4:-20}
 export BLEPAY_LOG_LEVEL=info
 source "$(dirname "$0")/rig-lib.sh"
 install_blepay "$1"
-ledger="http://[::1]:8480"
+ledger=$ledger_url
 customers=()
 for ((i = 1; i <= count; i++)); do customers+=("c$i"); done
 

@@ -15,7 +15,7 @@ set -euo pipefail
 source "$(dirname "$0")/rig-lib.sh"
 bin=$1
 install_blepay "$bin"
-ledger="http://[::1]:8480"
+ledger=$ledger_url
 customers=(alice bob)
 
 start_ledger

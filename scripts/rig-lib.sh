@@ -87,29 +87,48 @@ stop() {
 }
 
 # configure FILE ROLE URL TOKEN [ADAPTER] [INSTANCE]: a daemon's configuration with the ledger at URL and its key,
-# and its enrollment token; an instance gets a state directory of its own.
+# and its enrollment token; an instance gets a state directory of its own. An https:// ledger is trusted through the
+# rig's CA ($out/ledger-ca.crt, published by start_ledger), copied into the state directory.
 configure() {
   local file=$1 role=$2 url=$3 token=$4 adapter=${5:-hci0} instance=${6:-}
   local state=/var/lib/blepay-$role${instance:+-$instance}
-  printf '[bluetooth]\nadapter = "%s"\n[ledger]\nurl = "%s"\npublic_key = "%s"\n[device]\nstate_directory = "%s"\n' \
-    "$adapter" "$url" "$(cat "$out/ledger.key")" "$state" > "$file"
-  [[ -n $instance ]] && printf '[control]\ninstance = "%s"\n' "$instance" >> "$file"
   mkdir -p "$state"
+  printf '[bluetooth]\nadapter = "%s"\n[ledger]\nurl = "%s"\npublic_key = "%s"\n' \
+    "$adapter" "$url" "$(cat "$out/ledger.key")" > "$file"
+  if [[ $url == https://* ]]; then
+    cp "$out/ledger-ca.crt" "$state/ledger-ca.crt"
+    printf 'ca_file = "ledger-ca.crt"\n' >> "$file"
+  fi
+  printf '[device]\nstate_directory = "%s"\n' "$state" >> "$file"
+  [[ -n $instance ]] && printf '[control]\ninstance = "%s"\n' "$instance" >> "$file"
   (umask 077; printf '%s' "$token" > "$state/enrollment.token")
 }
 
-# Starts the ledger on all addresses and publishes its key as $out/ledger.key.
+# The ledger's HTTPS API as the daemons reach it on host a; its certificate names every address they use: ::1,
+# fd00:1ed::1 (host a's ledger0, rig-offline.sh) and fd00:b1e::a (across the link, from host b).
+ledger_url="https://[::1]:8480"
+ledger_tls=/var/lib/blepay-ledger/tls
+
+# curl to the ledger, trusting the rig's CA: ledger_curl PATH [CURL OPTIONS].
+ledger_curl() { curl -sf --cacert "$ledger_tls/ca.crt" "${@:2}" "$ledger_url$1"; }
+
+# Starts the ledger over HTTPS on all addresses, with a certificate from a CA made for the run; publishes the CA as
+# $out/ledger-ca.crt and the ledger's key as $out/ledger.key.
 start_ledger() {
-  printf '[server]\nhost = "::"\nport = 8480\n' > /etc/blepay/ledger.toml
-  start ledger ledger "curl -sf http://[::1]:8480/v1/ledger-key"
-  await "curl -sf http://[::1]:8480/v1/ledger-key" 60 || fail "the ledger did not start"
-  curl -sf http://[::1]:8480/v1/ledger-key | json '["publicKey"]' | put ledger.key
+  install -d -m 0700 /var/lib/blepay-ledger
+  bash "$root/scripts/tls-certificate.sh" "$ledger_tls" ledger DNS:localhost IP:::1 IP:fd00:1ed::1 IP:fd00:b1e::a ||
+    fail "no certificate for the ledger"
+  put ledger-ca.crt < "$ledger_tls/ca.crt"
+  printf '[server]\nhost = "::"\nport = 8480\n[tls]\ncertificate_file = "tls/ledger.crt"\nkey_file = "tls/ledger.key"\n' \
+    > /etc/blepay/ledger.toml
+  start ledger ledger "curl -sf --cacert $ledger_tls/ca.crt $ledger_url/v1/ledger-key"
+  await "ledger_curl /v1/ledger-key" 60 || fail "the ledger did not start"
+  ledger_curl /v1/ledger-key | json '["publicKey"]' | put ledger.key
 }
 
 admin() {  # METHOD PATH [JSON]
-  curl -sf -X "$1" -H "Authorization: Bearer $(cat /var/lib/blepay-ledger/admin.token)" \
-    -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
-    ${3:+-d "$3"} "http://[::1]:8480$2"
+  ledger_curl "$2" -X "$1" -H "Authorization: Bearer $(cat /var/lib/blepay-ledger/admin.token)" \
+    -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' ${3:+-d "$3"}
 }
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 

@@ -42,7 +42,7 @@ a)
   customer=$(account customer Alice)
   echo "$merchant" | json '["id"]' | put merchant.id
   echo "$merchant" | json '["enrollmentToken"]' | put merchant.token
-  configure /etc/blepay/customer.toml customer "http://[fd00:1ed::1]:8480" \
+  configure /etc/blepay/customer.toml customer "https://[fd00:1ed::1]:8480" \
     "$(echo "$customer" | json '["enrollmentToken"]')"
   sed -i 's/^\[ledger\]$/[ledger]\nprobe_interval_seconds = 2/' /etc/blepay/customer.toml
   start customer customer "$(ready_check org.blepay.Customer hci0 ActiveInstances)"
@@ -76,7 +76,7 @@ a)
 b)
   link=$(ls /sys/class/net | grep -v '^lo$' | head -n 1)
   await "[ -f '$out/merchant.token' ]" 240 || fail "no ledger on host a"
-  configure /etc/blepay/business.toml business "http://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
+  configure /etc/blepay/business.toml business "https://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
   printf '[offline]\ncurrency = "USD"\nsettle_interval_seconds = 2\n' >> /etc/blepay/business.toml
   start business business "$(ready_check org.blepay.Business hci0 Discovering)"
   await "blepayctl payments --business" 120 || fail "the business daemon did not start"

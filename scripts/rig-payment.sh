@@ -20,7 +20,7 @@ a)
   echo "$merchant" | json '["id"]' | put merchant.id
   echo "$merchant" | json '["enrollmentToken"]' | put merchant.token
 
-  configure /etc/blepay/customer.toml customer "http://[::1]:8480" "$(echo "$customer" | json '["enrollmentToken"]')"
+  configure /etc/blepay/customer.toml customer "$ledger_url" "$(echo "$customer" | json '["enrollmentToken"]')"
   sed -i '/^adapter = /a identity_lifetime_seconds = 20\nrenew_address = true' /etc/blepay/customer.toml
   printf '[General]\nPrivacy = device\n' > /etc/bluetooth/main.conf
   restart_bluetoothd
@@ -63,7 +63,7 @@ a)
   ;;
 b)
   await "[ -f '$out/merchant.token' ]" 240 || fail "no ledger on host a"
-  configure /etc/blepay/business.toml business "http://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
+  configure /etc/blepay/business.toml business "https://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
   start business business "$(ready_check org.blepay.Business hci0 Discovering)"
   await "blepayctl payments --business" 120 || fail "the business daemon did not start"
   blepayctl watch --business --json > "$out/b.events.jsonl" &

@@ -1,5 +1,6 @@
 import BlepayConfiguration
 import BlepayLedger
+import BlepayLedgerClient
 import BlepayProtocol
 import Foundation
 
@@ -21,8 +22,12 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Customer: whether the adapter is powered off and on when the identity is replaced, so that the BLE address
     /// (a resolvable private address under bluetoothd's `Privacy`) changes with it.
     public var renewAddress = false
-    /// The ledger's HTTP API.
+    /// The ledger's HTTP API: `https://`, or `http://` to this machine only.
     public var ledgerURL = "http://127.0.0.1:8480"
+    /// PEM roots the ledger's certificate must chain to instead of the system's; relative to the state directory.
+    public var ledgerCAFile: String?
+    /// The SHA-256 of the ledger certificate's public key (SubjectPublicKeyInfo), which it must carry.
+    public var ledgerCertificatePin: [UInt8]?
     /// The ledger's Ed25519 public keys (`public_key` and `public_keys` together): merchant certificates, receipts,
     /// vouchers and deny lists must be signed by one of them, found by the key id each carries. Several while the
     /// ledger rotates its key: its successor is added before it signs, its predecessor kept while what it signed is
@@ -88,6 +93,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
         deviceName = "blepay \(role.rawValue)"
     }
 
+    /// Which certificates the ledger may present.
+    public var ledgerTrust: LedgerTrust { LedgerTrust(caFile: ledgerCAFile.map(resolve), pin: ledgerCertificatePin) }
+
     /// A path from the file, relative paths resolved in the state directory.
     public func resolve(_ path: String) -> String {
         path.hasPrefix("/") ? path : (stateDirectory as NSString).appendingPathComponent(path)
@@ -123,9 +131,25 @@ public struct DaemonConfiguration: Sendable, Hashable {
         }
         try reader.section("ledger") { section throws(ConfigurationError) in
             try section.string("url", into: &configuration.ledgerURL)
-            guard let url = URL(string: configuration.ledgerURL), ["http", "https"].contains(url.scheme ?? ""),
-                url.host != nil
+            guard let url = URL(string: configuration.ledgerURL), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                let host = url.host
             else { throw section.error("url", "is an http:// or https:// URL") }
+            // The enrollment token, the cards and every payment would cross the network in clear.
+            guard scheme == "https" || Loopback.contains(host) else {
+                throw section.error("url", "is https:// for a ledger on another host (http:// only to 127.0.0.1, ::1 or localhost)")
+            }
+            var caFile = ""
+            try section.string("ca_file", into: &caFile)
+            configuration.ledgerCAFile = caFile.isEmpty ? nil : caFile
+            var pin = ""
+            try section.string("certificate_pin", into: &pin)
+            if !pin.isEmpty {
+                guard let bytes = LedgerTrust.pin(pin) else {
+                    throw section.error("certificate_pin",
+                        "is the SHA-256 of the ledger certificate's public key: 64 hex digits or sha256/<base64>")
+                }
+                configuration.ledgerCertificatePin = bytes
+            }
             try section.string("enrollment_token_file", into: &configuration.enrollmentTokenFile)
             if role == .customer {
                 try section.integer("probe_interval_seconds", into: &configuration.ledgerProbeSeconds, in: 1...3600)

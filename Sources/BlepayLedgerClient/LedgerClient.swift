@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BlepayConfiguration
 import BlepayLedger
 import Crypto
 import Foundation
@@ -6,9 +7,10 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// A connection to one ledger. Device calls are HMAC-signed (`RequestAuthentication`); the operator's and
-/// enrollment calls carry a bearer token. Every attempt is signed anew (fresh timestamp and nonce) but a POST keeps
-/// its idempotency key across attempts, so the ledger carries it out at most once.
+/// A connection to one ledger, over HTTPS unless it is on this machine (`LedgerTrust` says which servers are
+/// believed). Device calls are HMAC-signed (`RequestAuthentication`); the operator's and enrollment calls carry a
+/// bearer token. Every attempt is signed anew (fresh timestamp and nonce) but a POST keeps its idempotency key
+/// across attempts, so the ledger carries it out at most once.
 public struct LedgerClient: Sendable {
     public enum Credentials: Sendable {
         case none
@@ -33,24 +35,45 @@ public struct LedgerClient: Sendable {
     public let credentials: Credentials
     public let keys: IdempotencyKeyStore?
     public var retry: RetryPolicy
+    /// What carries a loopback `http://` ledger's requests (pooled connections).
     let http: HTTPClient
+    /// What carries an `https://` ledger's requests; nil for `http://`.
+    let tls: LedgerTransport?
+    /// The ledger's host, without an IPv6 address's brackets.
+    let host: String
     let logger: Logger
 
-    /// `keys` is where POSTs keep their idempotency keys; without it each POST gets a key in memory only.
+    /// `keys` is where POSTs keep their idempotency keys; without it each POST gets a key in memory only. `trust`
+    /// says which certificates an `https://` ledger may present.
     public init(baseURL: String, credentials: Credentials, keys: IdempotencyKeyStore? = nil, retry: RetryPolicy = .init(),
-        http: HTTPClient = .shared, logger: Logger)
+        trust: LedgerTrust = .init(), http: HTTPClient = .shared, logger: Logger)
     {
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let url = URL(string: baseURL)
+        var host = url?.host ?? ""
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let tls = url?.scheme?.lowercased() == "https" ? LedgerTransport(host: host, port: url?.port ?? 443, trust: trust) : nil
+        self.init(baseURL: baseURL, credentials: credentials, keys: keys, retry: retry, http: http, tls: tls, host: host,
+            logger: logger)
+    }
+
+    private init(baseURL: String, credentials: Credentials, keys: IdempotencyKeyStore?, retry: RetryPolicy,
+        http: HTTPClient, tls: LedgerTransport?, host: String, logger: Logger)
+    {
+        self.baseURL = baseURL
         self.credentials = credentials
         self.keys = keys
         self.retry = retry
         self.http = http
+        self.tls = tls
+        self.host = host
         self.logger = logger
     }
 
     /// A client of the same ledger with other credentials.
     public func with(_ credentials: Credentials) -> LedgerClient {
-        LedgerClient(baseURL: baseURL, credentials: credentials, keys: keys, retry: retry, http: http, logger: logger)
+        LedgerClient(baseURL: baseURL, credentials: credentials, keys: keys, retry: retry, http: http, tls: tls, host: host,
+            logger: logger)
     }
 
     /// A client of the same ledger that tries each request once, for at most `timeoutSeconds`: for probes.
@@ -58,7 +81,7 @@ public struct LedgerClient: Sendable {
         LedgerClient(
             baseURL: baseURL, credentials: credentials, keys: keys,
             retry: RetryPolicy(attempts: 1, firstDelay: retry.firstDelay, timeout: .seconds(timeoutSeconds)), http: http,
-            logger: logger)
+            tls: tls, host: host, logger: logger)
     }
 
     /// GET `path` as `T`.
@@ -110,6 +133,12 @@ public struct LedgerClient: Sendable {
             let answer: [UInt8]
             do {
                 (status, answer) = try await exchange(method, path, body: body, idempotencyKey: idempotencyKey)
+                tls?.report(nil, logger: logger)
+            } catch let error as LedgerClientError {
+                // No trusted connection (nothing was sent), a secret refused before sending, or an answer too large:
+                // another attempt would meet the same certificate, configuration or answer.
+                tls?.report(error, logger: logger)
+                throw error
             } catch {
                 lastFailure = "\(error)"
                 logger.debug("ledger request failed", metadata: ["path": "\(path)", "attempt": "\(attempt)", "error": "\(error)"])
@@ -136,26 +165,40 @@ public struct LedgerClient: Sendable {
     private func exchange(_ method: String, _ path: String, body: [UInt8], idempotencyKey: String?) async throws
         -> (Int, [UInt8])
     {
-        var request = HTTPClientRequest(url: baseURL + path)
-        request.method = HTTPMethod(rawValue: method)
-        request.headers.add(name: "Content-Type", value: "application/json")
-        if let idempotencyKey { request.headers.add(name: "Idempotency-Key", value: idempotencyKey) }
+        // Whatever the configuration said: a token or a card goes to another machine over TLS or not at all.
+        guard tls != nil || Loopback.contains(host) || !carriesSecrets(method, path) else {
+            throw LedgerClientError.insecureTransport("\(method) \(path) to \(host) over plain HTTP")
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        if let idempotencyKey { headers.add(name: "Idempotency-Key", value: idempotencyKey) }
         switch credentials {
         case .none: break
-        case .bearer(let token): request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        case .bearer(let token): headers.add(name: "Authorization", value: "Bearer \(token)")
         case .device(let id, let secret):
             let timestamp = Int64(Date().timeIntervalSince1970)
             let nonce = UUID().uuidString.lowercased()
-            request.headers.add(name: RequestAuthentication.deviceHeader, value: id)
-            request.headers.add(name: RequestAuthentication.timestampHeader, value: "\(timestamp)")
-            request.headers.add(name: RequestAuthentication.nonceHeader, value: nonce)
-            request.headers.add(name: RequestAuthentication.signatureHeader, value: RequestAuthentication.sign(
+            headers.add(name: RequestAuthentication.deviceHeader, value: id)
+            headers.add(name: RequestAuthentication.timestampHeader, value: "\(timestamp)")
+            headers.add(name: RequestAuthentication.nonceHeader, value: nonce)
+            headers.add(name: RequestAuthentication.signatureHeader, value: RequestAuthentication.sign(
                 method: method, path: path, timestamp: timestamp, nonce: nonce, idempotencyKey: idempotencyKey, body: body,
                 secret: secret))
         }
+        if let tls { return try await tls.exchange(method, path, headers: headers, body: body, timeout: retry.timeout) }
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers = headers
         if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await http.execute(request, timeout: retry.timeout)
         let answer = try await response.body.collect(upTo: 4 << 20)
         return (Int(response.status.code), Array(buffer: answer))
+    }
+
+    /// Whether a request carries what must never cross a network in clear: a bearer token (the operator's, or an
+    /// enrollment token) or a card (number and CVC).
+    private func carriesSecrets(_ method: String, _ path: String) -> Bool {
+        if case .bearer = credentials { return true }
+        return method == "POST" && path == "/v1/instruments"
     }
 }

@@ -11,6 +11,12 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
     case unavailable(String)
     /// The ledger's answer is not what the API documents.
     case invalidResponse(String)
+    /// No TLS connection the configuration trusts: a certificate from another CA, for another name, or whose key
+    /// is not the pinned one, or no TLS at all. Nothing of the request was sent. Not retried: it is a
+    /// configuration to fix, or someone in the middle.
+    case tlsFailed(String)
+    /// The request would carry a card, a token or a secret in clear to another host; it was not sent.
+    case insecureTransport(String)
 
     /// A stable code.
     public var code: String {
@@ -18,6 +24,8 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case .refused(_, let detail): detail.code
         case .unavailable: "ledger.unavailable"
         case .invalidResponse: "ledger.invalid-response"
+        case .tlsFailed: "ledger.tls-failed"
+        case .insecureTransport: "ledger.insecure-transport"
         }
     }
 
@@ -38,6 +46,8 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
             return PaymentError(code, detail.message)
         case .unavailable(let reason): return PaymentError(.ledgerOffline, reason)
         case .invalidResponse(let reason): return PaymentError(.ledgerError, reason)
+        // The ledger is out of reach as far as payments go, until the configuration or the network is put right.
+        case .tlsFailed, .insecureTransport: return PaymentError(.ledgerOffline, description)
         }
     }
 
@@ -46,6 +56,8 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case .refused(let status, let detail): "\(detail.code) (\(status)): \(detail.message)"
         case .unavailable(let reason): "ledger.unavailable: \(reason)"
         case .invalidResponse(let reason): "ledger.invalid-response: \(reason)"
+        case .tlsFailed(let reason): "ledger.tls-failed: \(reason)"
+        case .insecureTransport(let reason): "ledger.insecure-transport: \(reason)"
         }
     }
 }

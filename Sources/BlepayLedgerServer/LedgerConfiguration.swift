@@ -1,4 +1,5 @@
 import BlepayConfiguration
+import BlepayLedgerStore
 import Foundation
 
 /// `blepay-ledger`'s settings, read from a TOML file (`config/ledger.toml` documents every key). A key the file
@@ -22,6 +23,10 @@ public struct LedgerConfiguration: Sendable, Hashable {
     public var postgresURL = "postgres://blepay@127.0.0.1:5432/blepay"
     public var postgresPasswordFile: String?
     public var postgresConnections = 8
+    /// PostgreSQL: TLS to the server ("verify-full" for one on another host), and the roots it trusts (PEM; the
+    /// system's when unset), relative to the state directory.
+    public var postgresTLS = PostgresTLSMode.disable
+    public var postgresCAFile: String?
     public var stateDirectory = "/var/lib/blepay-ledger"
     /// The ledger's Ed25519 signing key (32-byte seed), created on first start with mode 0600.
     public var signingKeyFile = "ledger-signing.key"
@@ -34,8 +39,15 @@ public struct LedgerConfiguration: Sendable, Hashable {
     public var preAuthorizationGraceSeconds = 86_400
     /// How long an enrollment token the ledger issues enrolls a device.
     public var enrollmentTokenLifetimeHours = 72
+    /// HTTPS: the server's certificate chain and private key (PEM), relative to the state directory. Without them
+    /// the ledger speaks plain HTTP, and only on a loopback address.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
 
     public init() {}
+
+    /// Whether the ledger serves HTTPS.
+    public var servesTLS: Bool { tlsCertificateFile != nil }
 
     /// A path from the file, relative paths resolved in the state directory.
     public func resolve(_ path: String) -> String {
@@ -74,6 +86,15 @@ public struct LedgerConfiguration: Sendable, Hashable {
             try section.string("postgres_password_file", into: &passwordFile)
             configuration.postgresPasswordFile = passwordFile.isEmpty ? nil : passwordFile
             try section.integer("postgres_connections", into: &configuration.postgresConnections, in: 1...256)
+            var tls = configuration.postgresTLS.rawValue
+            try section.string("postgres_tls", into: &tls)
+            guard let mode = PostgresTLSMode(rawValue: tls) else {
+                throw section.error("postgres_tls", "is \"disable\", \"require\" or \"verify-full\"")
+            }
+            configuration.postgresTLS = mode
+            var caFile = ""
+            try section.string("postgres_ca_file", into: &caFile)
+            configuration.postgresCAFile = caFile.isEmpty ? nil : caFile
         }
         try reader.section("ledger") { section throws(ConfigurationError) in
             try section.string("state_directory", into: &configuration.stateDirectory)
@@ -86,7 +107,24 @@ public struct LedgerConfiguration: Sendable, Hashable {
             try section.integer("enrollment_token_lifetime_hours", into: &configuration.enrollmentTokenLifetimeHours,
                 in: 1...8760)
         }
+        try reader.section("tls") { section throws(ConfigurationError) in
+            var certificate = "", key = ""
+            try section.string("certificate_file", into: &certificate)
+            try section.string("key_file", into: &key)
+            if certificate.isEmpty != key.isEmpty {
+                throw section.error(certificate.isEmpty ? "certificate_file" : "key_file",
+                    "is required with \(certificate.isEmpty ? "key_file" : "certificate_file")")
+            }
+            configuration.tlsCertificateFile = certificate.isEmpty ? nil : certificate
+            configuration.tlsKeyFile = key.isEmpty ? nil : key
+        }
         try reader.finish()
+        // Card numbers, enrollment tokens and device secrets cross this connection: in clear only on this machine. An
+        // operator with a TLS proxy in front binds to loopback behind it.
+        if !configuration.servesTLS, !Loopback.contains(configuration.host) {
+            throw ConfigurationError(file: table.file, key: "server.host",
+                reason: "is not a loopback address and [tls] is not set: set tls.certificate_file and tls.key_file, or bind to 127.0.0.1 behind a TLS proxy")
+        }
         return configuration
     }
 }

@@ -6,6 +6,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -57,11 +58,18 @@ public struct LedgerServer: Sendable {
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// The HTTP application; `onRunning` gets the bound port (useful with port 0).
-    public func application(logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
-        -> some ApplicationProtocol
+    /// The HTTP application, HTTPS with `[tls]`; `onRunning` gets the bound port (useful with port 0). Throws a
+    /// `ConfigurationError` naming `configurationFile` when the certificate or key file cannot be used.
+    public func application(configurationFile: String, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol
     {
-        Application(router: api.routes(), server: .http1(configuration: http1),
+        var server = HTTPServerBuilder.http1(configuration: http1)
+        if let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile {
+            let credentials = try ServerCertificate(certificatePath: configuration.resolve(certificate),
+                keyPath: configuration.resolve(key), file: configurationFile, logger: logger)
+            server = try .tls(.http1(configuration: http1), tlsConfiguration: credentials.serverConfiguration())
+        }
+        return Application(router: api.routes(), server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "blepay-ledger",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections, logger: logger)),
             services: [sweeper, keyReload],

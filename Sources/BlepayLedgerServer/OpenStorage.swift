@@ -16,6 +16,8 @@ extension LedgerServer {
         case .postgres:
             var postgres = try PostgresStorage.Configuration(url: configuration.postgresURL,
                 connections: configuration.postgresConnections)
+            postgres.tls = configuration.postgresTLS
+            postgres.caFile = configuration.postgresCAFile.map(configuration.resolve)
             if let file = configuration.postgresPasswordFile {
                 let password = try SecretFile.load(configuration.resolve(file))
                 postgres.password = String(decoding: password, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

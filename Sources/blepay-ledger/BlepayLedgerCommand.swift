@@ -29,14 +29,8 @@ struct Options: ParsableArguments {
     var port: Int?
 
     func load() throws -> LedgerConfiguration {
-        var configuration: LedgerConfiguration
-        do {
-            configuration = try config.map { file throws(ConfigurationError) in try LedgerConfiguration.load(file: file) }
-                ?? LedgerConfiguration()
-        } catch {
-            // One line naming the file, key and reason; EX_CONFIG.
-            FileHandle.standardError.write(Data("blepay-ledger: \(error)\n".utf8))
-            throw ExitCode(78)
+        var configuration = try configured {
+            try config.map { file throws(ConfigurationError) in try LedgerConfiguration.load(file: file) } ?? LedgerConfiguration()
         }
         if let stateDirectory { configuration.stateDirectory = stateDirectory }
         if let port { configuration.port = port }
@@ -53,6 +47,14 @@ struct Options: ParsableArguments {
     }
 }
 
+/// `body`'s result; a configuration it cannot use is one line naming the file, key and reason, and EX_CONFIG.
+func configured<T>(_ body: () throws -> T) throws -> T {
+    do { return try body() } catch let error as ConfigurationError {
+        FileHandle.standardError.write(Data("blepay-ledger: \(error)\n".utf8))
+        throw ExitCode(78)
+    }
+}
+
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the ledger's HTTP API.")
 
@@ -62,10 +64,13 @@ struct Serve: AsyncParsableCommand {
         let (server, logger) = try await options.server()
         let configuration = server.configuration
         let notify = SystemdNotify()
-        let application = server.application(logger: logger) { port in
-            logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)",
-                "storage": "\(configuration.backend.rawValue)"])
-            notify.ready(status: "listening on \(configuration.host) port \(port)")
+        let scheme = configuration.servesTLS ? "https" : "http"
+        let application = try configured {
+            try server.application(configurationFile: options.config ?? "(no configuration file)", logger: logger) { port in
+                logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)",
+                    "scheme": "\(scheme)", "storage": "\(configuration.backend.rawValue)"])
+                notify.ready(status: "listening on \(configuration.host) port \(port) (\(scheme))")
+            }
         }
         let group = ServiceGroup(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         let watchdog = Task { await notify.keepAlive() }

@@ -1,5 +1,6 @@
 import BlepayConfiguration
 import BlepayDaemon
+import BlepayLedgerClient
 import BlepayProtocol
 import Foundation
 import Testing
@@ -25,7 +26,9 @@ import Testing
             adapter = "hci2"
             maximum_connections = 3
             [ledger]
-            url = "http://10.0.2.1:8480"
+            url = "https://10.0.2.1:8480"
+            ca_file = "ledger-ca.pem"
+            certificate_pin = "sha256/\(Data(repeating: 7, count: 32).base64EncodedString())"
             public_key = "\(Self.key)"
             [device]
             state_directory = "/srv/blepay"
@@ -38,7 +41,8 @@ import Testing
             """, file: "business.toml")
         #expect(configuration.offline.maximumPendingPerVoucher == 2500 && configuration.offline.maximumPendingTotal == 50_000)
         #expect(configuration.adapter == "hci2" && configuration.maximumConnections == 3)
-        #expect(configuration.ledgerURL == "http://10.0.2.1:8480")
+        #expect(configuration.ledgerURL == "https://10.0.2.1:8480")
+        #expect(configuration.ledgerTrust == LedgerTrust(caFile: "/srv/blepay/ledger-ca.pem", pin: Array(repeating: 7, count: 32)))
         #expect(configuration.ledgerPublicKeys.map(\.bytes) == [Array(repeating: 0xAB, count: 32)])
         #expect(configuration.requestLifetimeSeconds == 30 && configuration.maximumTipPercent == 100)
         #expect(configuration.resolve(configuration.enrollmentTokenFile) == "/srv/blepay/enrollment.token")
@@ -90,6 +94,12 @@ import Testing
     @Test(arguments: [
         (DaemonConfiguration.Role.customer, "[bluetooth]\nadapter = \"bt0\"", "bluetooth.adapter", "is an adapter name such as \"hci0\""),
         (.customer, "[ledger]\nurl = \"ftp://ledger\"", "ledger.url", "is an http:// or https:// URL"),
+        (.business, "[ledger]\nurl = \"http://10.0.2.1:8480\"", "ledger.url",
+         "is https:// for a ledger on another host (http:// only to 127.0.0.1, ::1 or localhost)"),
+        (.customer, "[ledger]\nurl = \"http://[fd00:1ed::1]:8480\"", "ledger.url",
+         "is https:// for a ledger on another host (http:// only to 127.0.0.1, ::1 or localhost)"),
+        (.customer, "[ledger]\ncertificate_pin = \"abcd\"", "ledger.certificate_pin",
+         "is the SHA-256 of the ledger certificate's public key: 64 hex digits or sha256/<base64>"),
         (.customer, "[ledger]\npublic_key = \"abc\"", "ledger.public_key", "is the ledger's public key: 64 hex digits"),
         (.business, "[ledger]\npublic_keys = [\"abc\"]", "ledger.public_keys", "is the ledger's public key: 64 hex digits"),
         (.business, "[ledger]\npublic_keys = \"ab\"", "ledger.public_keys", "is an array of non-empty strings"),
@@ -134,6 +144,13 @@ import Testing
         #expect(both.ledgerPublicKeys.map(\.bytes) == [Array(repeating: 0xAB, count: 32), Array(repeating: 0xCD, count: 32)])
         let listOnly = try DaemonConfiguration.parse(.customer, "[ledger]\npublic_keys = [\"\(successor)\"]", file: "c.toml")
         #expect(listOnly.ledgerPublicKeys.map(\.bytes) == [Array(repeating: 0xCD, count: 32)])
+    }
+
+    @Test func plainHTTPIsTakenToThisMachineOnly() throws {
+        for url in ["http://127.0.0.1:8480", "http://[::1]:8480", "http://localhost:8480", "https://ledger.example:443"] {
+            let text = "[ledger]\nurl = \"\(url)\"\npublic_key = \"\(Self.key)\""
+            #expect(try DaemonConfiguration.parse(.customer, text, file: "d.toml").ledgerURL == url)
+        }
     }
 
     @Test func theLedgerKeyIsRequired() {

@@ -8,8 +8,8 @@ import LedgerTestSupport
 import TestSupport
 import Testing
 
-/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file, a clean stop, and the
-/// signing key's rotation and the credential commands on a ledger that is serving.
+/// `blepay-ledger` as an operator runs it: the audit's exit codes, a bad configuration file or TLS key, a clean stop,
+/// and the signing key's rotation and the credential commands on a ledger that is serving.
 @Suite struct CommandTests {
     static let ledger = BuiltProduct("blepay-ledger", overriddenBy: "BLEPAY_LEDGER")
 
@@ -97,6 +97,22 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         Issue.record("the running ledger did not take the rotation up")
+    }
+
+    @Test func aTLSKeyFileThatCannotBeReadStopsServeWithOneLineAndExitCode78() throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        let certificate = try authority.issue()
+        let file = (authority.directory as NSString).appendingPathComponent("ledger.toml")
+        let missing = (authority.directory as NSString).appendingPathComponent("missing.key")
+        try Data("""
+            [tls]
+            certificate_file = "\(certificate.certificateFile)"
+            key_file = "\(missing)"
+            """.utf8).write(to: URL(fileURLWithPath: file))
+        let result = try run(["serve", "--config", file, "--state-directory", authority.directory + "/state", "--port", "0"])
+        #expect(result.status == 78)
+        #expect(result.output == "blepay-ledger: config.invalid: \(file): tls.key_file names \(missing), which is not a readable PEM private key\n")
     }
 
     @Test func serveStopsCleanlyOnSIGTERM() async throws {

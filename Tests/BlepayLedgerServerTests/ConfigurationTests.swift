@@ -1,5 +1,6 @@
 import BlepayConfiguration
 import BlepayLedgerServer
+import BlepayLedgerStore
 import Foundation
 import Testing
 
@@ -41,11 +42,37 @@ import Testing
          "is an integer from 1 to 8760"),
         ("[ledgr]\n", "ledgr", "is not a known key"),
         ("server = 1", "server", "is a table ([server])"),
+        ("[tls]\ncertificate_file = \"ledger.crt\"", "tls.key_file", "is required with certificate_file"),
+        ("[tls]\nkey_file = \"ledger.key\"", "tls.certificate_file", "is required with key_file"),
+        ("[server]\nhost = \"0.0.0.0\"", "server.host",
+         "is not a loopback address and [tls] is not set: set tls.certificate_file and tls.key_file, or bind to 127.0.0.1 behind a TLS proxy"),
+        ("[server]\nhost = \"::\"", "server.host",
+         "is not a loopback address and [tls] is not set: set tls.certificate_file and tls.key_file, or bind to 127.0.0.1 behind a TLS proxy"),
+        ("[storage]\npostgres_tls = \"prefer\"", "storage.postgres_tls", "is \"disable\", \"require\" or \"verify-full\""),
     ])
     func badValuesNameTheFileAndTheKey(text: String, key: String, reason: String) {
         #expect(throws: ConfigurationError(file: "ledger.toml", key: key, reason: reason)) {
             try LedgerConfiguration.parse(text, file: "ledger.toml")
         }
+    }
+
+    @Test func plainHTTPIsServedOnLoopbackOnlyAndHTTPSAnywhere() throws {
+        for host in ["127.0.0.1", "127.8.0.1", "::1", "localhost"] {
+            #expect(try LedgerConfiguration.parse("[server]\nhost = \"\(host)\"", file: "ledger.toml").host == host)
+        }
+        let configuration = try LedgerConfiguration.parse("""
+            [server]
+            host = "::"
+            [tls]
+            certificate_file = "tls/ledger.crt"
+            key_file = "/etc/blepay/ledger.key"
+            [storage]
+            postgres_tls = "verify-full"
+            postgres_ca_file = "postgres-ca.pem"
+            """, file: "ledger.toml")
+        #expect(configuration.servesTLS && configuration.resolve(configuration.tlsCertificateFile!) == "/var/lib/blepay-ledger/tls/ledger.crt")
+        #expect(configuration.tlsKeyFile == "/etc/blepay/ledger.key")
+        #expect(configuration.postgresTLS == .verifyFull && configuration.postgresCAFile == "postgres-ca.pem")
     }
 
     @Test func aFileThatIsNotTOMLOrIsMissingIsRefused() {

@@ -16,6 +16,11 @@ public enum StorageKind: String, CaseIterable, Sendable, CustomStringConvertible
 public let testPostgresURL =
     ProcessInfo.processInfo.environment["BLEPAY_TEST_POSTGRES_URL"] ?? "postgres://blepay:blepay@127.0.0.1:5432/blepay"
 
+/// The CA that signed the test server's certificate (`scripts/postgres.sh` makes both), or
+/// `BLEPAY_TEST_POSTGRES_CA`.
+public let testPostgresCAFile =
+    ProcessInfo.processInfo.environment["BLEPAY_TEST_POSTGRES_CA"] ?? "/etc/postgresql/15/main/blepay-tls/ca.crt"
+
 public let testLogger = Logger(label: "blepay.test")
 
 /// A storage for one test, in a database nothing else uses; `destroy()` closes it and deletes the database.

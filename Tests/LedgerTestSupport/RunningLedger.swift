@@ -14,26 +14,32 @@ import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
 
-/// A real ledger server on a free loopback port over a fresh database of `kind`, with clients for the operator
-/// and helpers that enroll merchants and customers through the API.
+/// A real ledger server on a free loopback port over a fresh database of `kind`, over HTTPS when started with a
+/// certificate, with clients for the operator and helpers that enroll merchants and customers through the API.
 public final class RunningLedger: Sendable {
     public let server: LedgerServer
     public let storage: TestStorage
     public let baseURL: String
+    /// What the clients trust: the CA of the certificate the ledger serves, if any.
+    public let trust: LedgerTrust
     public let admin: LedgerClient
     public let stateDirectory: String
     public var port: Int { configuration.port }
     private let configuration: LedgerConfiguration
     private let running: Mutex<(group: ServiceGroup, task: Task<Void, any Error>)>
 
-    /// `configure` changes the configuration before the server starts; `wrap` puts something around the storage the
-    /// server uses (to watch it).
-    public static func start(_ kind: StorageKind, configure: (inout LedgerConfiguration) -> Void = { _ in },
+    /// With `tls`, the ledger serves that certificate, and its clients trust `authority`. `configure` changes the
+    /// configuration before the server starts; `wrap` puts something around the storage the server uses (to watch it).
+    public static func start(_ kind: StorageKind,
+        tls: (authority: TestCertificateAuthority, certificate: TestCertificateAuthority.Issued)? = nil,
+        configure: (inout LedgerConfiguration) -> Void = { _ in },
         wrap: (any LedgerStorage) -> any LedgerStorage = { $0 }) async throws -> RunningLedger
     {
         let storage = try await makeStorage(kind)
         var configuration = LedgerConfiguration()
         configuration.port = 0
+        configuration.tlsCertificateFile = tls?.certificate.certificateFile
+        configuration.tlsKeyFile = tls?.certificate.keyFile
         configuration.expiryIntervalSeconds = 1
         configuration.stateDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("blepay-ledger-\(UUID().uuidString)").path
@@ -41,7 +47,7 @@ public final class RunningLedger: Sendable {
         let (server, port, running) = try await serve(configuration, wrap(storage.storage))
         configuration.port = port
         return RunningLedger(server: server, storage: storage, configuration: configuration, running: running,
-            adminToken: try LedgerServer.adminToken(configuration))
+            adminToken: try LedgerServer.adminToken(configuration), trust: LedgerTrust(caFile: tls?.authority.caFile))
     }
 
     /// A server over `storage`, listening; the port it listens on.
@@ -50,7 +56,9 @@ public final class RunningLedger: Sendable {
     {
         let server = try LedgerServer(configuration: configuration, storage: storage, logger: testLogger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = server.application(logger: testLogger) { port in continuation.yield(port) }
+        let application = try server.application(configurationFile: "ledger.toml", logger: testLogger) { port in
+            continuation.yield(port)
+        }
         let group = ServiceGroup(services: [application], gracefulShutdownSignals: [], logger: testLogger)
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
@@ -59,15 +67,17 @@ public final class RunningLedger: Sendable {
     }
 
     private init(server: LedgerServer, storage: TestStorage, configuration: LedgerConfiguration,
-        running: (group: ServiceGroup, task: Task<Void, any Error>), adminToken: String)
+        running: (group: ServiceGroup, task: Task<Void, any Error>), adminToken: String, trust: LedgerTrust)
     {
         self.server = server
         self.storage = storage
         self.configuration = configuration
         self.running = Mutex(running)
         stateDirectory = configuration.stateDirectory
-        baseURL = "http://127.0.0.1:\(configuration.port)"
-        admin = LedgerClient(baseURL: baseURL, credentials: .bearer(adminToken), retry: .init(attempts: 1), logger: testLogger)
+        baseURL = "\(configuration.servesTLS ? "https" : "http")://127.0.0.1:\(configuration.port)"
+        self.trust = trust
+        admin = LedgerClient(baseURL: baseURL, credentials: .bearer(adminToken), retry: .init(attempts: 1), trust: trust,
+            logger: testLogger)
     }
 
     /// The ledger is down while `body` runs (nothing listens on its port), then back on the same port, with the same
@@ -94,8 +104,11 @@ public final class RunningLedger: Sendable {
     }
 
     /// Runs `body` against a fresh ledger and always cleans up.
-    public static func with(_ kind: StorageKind, _ body: (RunningLedger) async throws -> Void) async throws {
-        let ledger = try await start(kind)
+    public static func with(_ kind: StorageKind,
+        tls: (authority: TestCertificateAuthority, certificate: TestCertificateAuthority.Issued)? = nil,
+        _ body: (RunningLedger) async throws -> Void) async throws
+    {
+        let ledger = try await start(kind, tls: tls)
         do { try await body(ledger) } catch {
             try await ledger.stop()
             throw error
@@ -138,7 +151,7 @@ public final class RunningLedger: Sendable {
 
     public func client(_ device: DeviceResource) -> LedgerClient {
         LedgerClient(baseURL: baseURL, credentials: .device(id: device.id, secret: SymmetricKey(data: Data(base64Encoded: device.secret!)!)),
-            retry: .init(attempts: 1), logger: testLogger)
+            retry: .init(attempts: 1), trust: trust, logger: testLogger)
     }
 
     // MARK: signed messages
@@ -177,7 +190,7 @@ public final class RunningLedger: Sendable {
         public var error: ErrorBody.Detail? { try? JSONDecoder().decode(ErrorBody.self, from: Data(body)).error }
     }
 
-    /// One request exactly as given: for the tests of authentication and of bad input.
+    /// One request exactly as given, to a ledger started without TLS: for the tests of authentication and of bad input.
     public func raw(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawAnswer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)

@@ -31,7 +31,8 @@ public struct DaemonContext: Sendable {
             try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
             client = LedgerClient(
                 baseURL: configuration.ledgerURL, credentials: .none,
-                keys: try IdempotencyKeyStore(directory: configuration.resolve("idempotency")), logger: logger)
+                keys: try IdempotencyKeyStore(directory: configuration.resolve("idempotency")),
+                trust: configuration.ledgerTrust, logger: logger)
         } catch {
             throw DaemonError(.stateUnusable, "\(configuration.stateDirectory): \(error)")
         }

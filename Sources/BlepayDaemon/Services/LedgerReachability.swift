@@ -41,6 +41,11 @@ public final class LedgerReachability: Sendable {
 }
 
 extension LedgerClientError {
-    /// The ledger did not answer at all (as opposed to refusing).
-    var isUnavailable: Bool { if case .unavailable = self { true } else { false } }
+    /// The ledger did not answer at all (as opposed to refusing), or not over a connection this device trusts.
+    var isUnavailable: Bool {
+        switch self {
+        case .unavailable, .tlsFailed, .insecureTransport: true
+        case .refused, .invalidResponse: false
+        }
+    }
 }

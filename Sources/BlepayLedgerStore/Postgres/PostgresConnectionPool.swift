@@ -24,11 +24,13 @@ actor PostgresConnectionPool {
     private var nextID = 0
     private var closed = false
 
-    init(size: Int, configuration: PostgresStorage.Configuration, group: MultiThreadedEventLoopGroup, logger: Logger) {
+    init(size: Int, configuration: PostgresStorage.Configuration, tls: PostgresConnection.Configuration.TLS,
+        group: MultiThreadedEventLoopGroup, logger: Logger)
+    {
         self.size = size
         self.configuration = PostgresConnection.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username,
-            password: configuration.password, database: configuration.database, tls: .disable
+            password: configuration.password, database: configuration.database, tls: tls
         )
         address = "\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)"
         self.group = group

@@ -20,6 +20,9 @@ public final class PostgresStorage: LedgerStorage {
         public var database: String
         /// How many connections (and so concurrent transactions) the storage keeps at most.
         public var connections: Int
+        /// TLS to the server; `caFile` (PEM) holds the roots `verifyFull` trusts instead of the system's.
+        public var tls = PostgresTLSMode.disable
+        public var caFile: String?
 
         public init(
             host: String = "127.0.0.1", port: Int = 5432, username: String, password: String, database: String,
@@ -64,12 +67,13 @@ public final class PostgresStorage: LedgerStorage {
     /// opened when needed, up to `configuration.connections`.
     public init(configuration: Configuration, logger: Logger) async throws {
         let size = max(1, configuration.connections)
+        let tls = try configuration.connectionTLS()
         self.configuration = configuration
         self.logger = logger
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         threadPool = NIOThreadPool(numberOfThreads: size)
         threadPool.start()
-        pool = PostgresConnectionPool(size: size, configuration: configuration, group: group, logger: logger)
+        pool = PostgresConnectionPool(size: size, configuration: configuration, tls: tls, group: group, logger: logger)
         do {
             await pool.release(try await pool.acquire(), broken: false)
         } catch {
