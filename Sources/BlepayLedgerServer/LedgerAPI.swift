@@ -148,9 +148,7 @@ struct LedgerAPI: Sendable {
         case .anyone:
             caller = .anyone
         case .admin:
-            guard let token = head.bearer, SHA256.hash(data: Array(token.utf8)) == adminTokenHash else {
-                throw APIError.unauthenticated
-            }
+            guard isAdmin(head) else { throw APIError.unauthenticated }
             caller = .admin
         case .enrollment:
             guard let token = head.bearer else { throw APIError.unauthenticated }
@@ -158,11 +156,7 @@ struct LedgerAPI: Sendable {
         case .device:
             guard let id = head.device, let device = try operations.device(tx, id: id) else { throw APIError.unauthenticated }
             do {
-                let nonce = try RequestAuthentication.verify(
-                    method: head.method, path: head.path, timestamp: head.timestamp, nonce: head.nonce,
-                    idempotencyKey: head.idempotencyKey, signature: head.signature, body: body,
-                    secret: SymmetricKey(data: device.secret),
-                    now: Int64(now.millisecondsSince1970 / 1000))
+                let nonce = try verifiedNonce(head, body: body, device: device, at: now)
                 guard try operations.spendNonce(tx, device: device.id, nonce: nonce, at: now) else {
                     throw RequestAuthentication.Failure(.reusedNonce)
                 }

@@ -1,5 +1,6 @@
 import BlepayLedger
 import BlepayLedgerStore
+import BlepayProtocol
 import Crypto
 
 /// A request's credentials checked before anything costly is done for it: before its body is decoded, its
@@ -13,9 +14,7 @@ extension LedgerAPI {
         case .anyone:
             return nil
         case .admin:
-            guard let token = head.bearer, SHA256.hash(data: Array(token.utf8)) == adminTokenHash else {
-                throw APIError.unauthenticated
-            }
+            guard isAdmin(head) else { throw APIError.unauthenticated }
             return nil
         case .enrollment:
             guard let token = head.bearer, !token.isEmpty else { throw APIError.unauthenticated }
@@ -32,14 +31,26 @@ extension LedgerAPI {
             }
             guard let device = known else { throw APIError.unauthenticated }
             do {
-                _ = try RequestAuthentication.verify(
-                    method: head.method, path: head.path, timestamp: head.timestamp, nonce: head.nonce,
-                    idempotencyKey: head.idempotencyKey, signature: head.signature, body: body,
-                    secret: SymmetricKey(data: device.secret), now: Int64(clock().millisecondsSince1970 / 1000))
+                _ = try verifiedNonce(head, body: body, device: device, at: clock())
             } catch {
                 throw APIError(error)
             }
             return device
         }
+    }
+
+    /// Whether the request carries the operator's token (compared by its hash).
+    func isAdmin(_ head: Head) -> Bool {
+        head.bearer.map { SHA256.hash(data: Array($0.utf8)) == adminTokenHash } ?? false
+    }
+
+    /// The request's nonce, once its timestamp is fresh and its MAC is `device`'s; the nonce is not spent here.
+    func verifiedNonce(_ head: Head, body: [UInt8], device: Device, at now: Timestamp)
+        throws(RequestAuthentication.Failure) -> String
+    {
+        try RequestAuthentication.verify(
+            method: head.method, path: head.path, timestamp: head.timestamp, nonce: head.nonce,
+            idempotencyKey: head.idempotencyKey, signature: head.signature, body: body,
+            secret: SymmetricKey(data: device.secret), now: Int64(now.millisecondsSince1970 / 1000))
     }
 }

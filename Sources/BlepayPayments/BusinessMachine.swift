@@ -90,7 +90,7 @@ public struct BusinessMachine: Sendable {
 
     /// A deny list from the ledger (fetched, or kept from before): the newest one is used from now on.
     public mutating func denyListReceived(_ list: DenyList) {
-        if denyList.map({ $0.issuedAt < list.issuedAt }) ?? true { denyList = list }
+        if list.supersedes(denyList) { denyList = list }
     }
 
     /// Opens a request (signed by the driver with the merchant key) and offers it to every connected customer.

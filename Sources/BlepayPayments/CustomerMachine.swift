@@ -78,7 +78,7 @@ public struct CustomerMachine: Sendable {
     /// A deny list from the ledger (fetched, or kept from before): the newest one is used from now on. It reaches a
     /// customer that cannot ask the ledger, so a revoked or blocked merchant is refused offline too.
     public mutating func denyListReceived(_ list: DenyList) {
-        if denyList.map({ $0.issuedAt < list.issuedAt }) ?? true { denyList = list }
+        if list.supersedes(denyList) { denyList = list }
     }
 
     /// Starts the registration: the driver advertises and accepts connections until `stop`.
@@ -242,8 +242,7 @@ public struct CustomerMachine: Sendable {
         _ id: PaymentID, _ outcome: LedgerOutcome, _ payment: Payment, _ acceptance: PaymentAcceptance
     ) -> [CustomerAction] {
         switch outcome {
-        case .executed(let receipt) where receipt.status == .settled && receipt.paymentID == id
-            && receipt.payerKey != acceptance.customerKey && signedByLedger(receipt):
+        case .executed(let receipt) where paidByAnother(receipt, id, acceptance):
             payments[id]?.phase = .ended(.otherPaid)
             return [.emit(.outcomeFound(payment.peer, id, .failure(PaymentError(.alreadyPaid, "another customer paid it"))))]
         case .executed(let receipt):
@@ -280,8 +279,7 @@ public struct CustomerMachine: Sendable {
             payments[id]?.receipt = receipt
             payments[id]?.phase = .ended(.finished)
             return [.emit(.finishedPayment(peer, receipt))]
-        case .executed(let receipt) where receipt.status == .settled && receipt.paymentID == id
-            && receipt.payerKey != acceptance.customerKey && signedByLedger(receipt):
+        case .executed(let receipt) where paidByAnother(receipt, id, acceptance):
             payments[id]?.phase = .ended(.otherPaid)
             return [.emit(.otherPaid(peer, id))]
         case .notExecuted:
@@ -306,6 +304,12 @@ public struct CustomerMachine: Sendable {
 
     /// Whether one of the ledger keys signed it (with none configured, any receipt is taken as signed).
     private func signedByLedger(_ receipt: Receipt) -> Bool { ledgerKeys.map(receipt.isSigned(trusting:)) ?? true }
+
+    /// Whether the ledger's receipt shows payment `id` settled by a payer other than this acceptance's.
+    private func paidByAnother(_ receipt: Receipt, _ id: PaymentID, _ acceptance: PaymentAcceptance) -> Bool {
+        receipt.status == .settled && receipt.paymentID == id && receipt.payerKey != acceptance.customerKey
+            && signedByLedger(receipt)
+    }
 
     /// Whether the receipt settles the payment as this customer accepted it: its payment, payer and total; with
     /// ledger keys, only one they signed counts (`docs/protocol.md` §6.4).

@@ -99,7 +99,7 @@ public actor CustomerService {
 
     /// A deny list from the ledger: the merchants it names are refused, now and by later registrations.
     public func denyListReceived(_ list: DenyList) async {
-        guard denyList.map({ $0.issuedAt < list.issuedAt }) ?? true else { return }
+        guard list.supersedes(denyList) else { return }
         denyList = list
         await registration?.driver.denyListReceived(list)
     }

@@ -159,6 +159,9 @@ public struct DenyList: Sendable, Hashable {
         self.signature = signature
     }
 
+    /// Whether this list replaces `other`: it was issued later, or there is none.
+    public func supersedes(_ other: DenyList?) -> Bool { other.map { $0.issuedAt < issuedAt } ?? true }
+
     public func denies(voucher: FixedBytes<Bytes8>) -> Bool { voidedVouchers.contains(voucher) }
     public func denies(key: Key32) -> Bool { blockedKeys.contains(key) }
 
