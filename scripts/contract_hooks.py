@@ -45,7 +45,8 @@ PUBLIC = {"/v1/health", "/v1/ledger-key", "/v1/ledger-keys"}
 # The merchant's device creates and cancels payments and reads them (it is a party to every one of them), and
 # renews its certificate.
 MERCHANT = {("POST", "/v1/payments"), ("POST", "/v1/payments/{id}/cancel"), ("GET", "/v1/payments/{id}"),
-            ("POST", "/v1/device/certificate")}
+            ("POST", "/v1/device/certificate"), ("POST", "/v1/payments/{id}/refunds"), ("GET", "/v1/refunds"),
+            ("GET", "/v1/reports/daily")}
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 CREDENTIAL_HEADERS = {"authorization", "blepay-device", "blepay-timestamp", "blepay-nonce", "blepay-signature",
                       "idempotency-key"}
@@ -66,6 +67,7 @@ IDS = {
     "/v1/payments/{id}": PAYMENTS,
     "/v1/payments/{id}/acceptance": PAYMENTS,
     "/v1/payments/{id}/cancel": PAYMENTS,
+    "/v1/payments/{id}/refunds": PAYMENTS,
     "/v1/pre-authorizations/{id}": FIXTURES["preAuthorizations"],
     "/v1/pre-authorizations/{id}/void": FIXTURES["preAuthorizations"],
 }
@@ -145,6 +147,14 @@ def map_case(context, case):
         case.body = {"instrumentId": card, "amount": limit, "currency": "USD", "lifetimeSeconds": 60 + seed % 86400}
     elif (method, route) == ("POST", "/v1/settlements"):
         case.body = {"items": [FIXTURES["offlineItem"]]}
+    elif (method, route) == ("POST", "/v1/payments/{id}/refunds"):
+        # Small amounts, so that the settled payment has some left for many; variant 0 keeps the payment drawn
+        # (open and cancelled ones are 409 `ledger.payment-not-settled`).
+        if variant:
+            case.path_parameters["id"] = FIXTURES["payments"]["settled"]
+        case.body = {"amount": 1 + seed % 5, "reason": f"refund {seed % 1000}"}
+    elif (method, route) == ("GET", "/v1/reports/daily"):
+        case.query = {"date": datetime.date.today().isoformat(), "timeZone": ("UTC", "Europe/Lisbon")[variant % 2]}
     return case
 
 

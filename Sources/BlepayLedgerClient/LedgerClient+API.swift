@@ -112,6 +112,29 @@ extension LedgerClient {
         return try await post("/v1/settlements", batch, operation: operation)
     }
 
+    /// Refunds `body.amount` of a settled payment (the rest not yet refunded without one); the operation name keeps
+    /// its idempotency key across retries, so a refund retried after a lost answer is made once.
+    public func refund(_ paymentID: PaymentID, _ body: CreateRefund, operation: String) async throws(LedgerClientError)
+        -> RefundResource
+    {
+        try await post("/v1/payments/\(paymentID)/refunds", body, operation: operation)
+    }
+
+    public func refunds(of paymentID: PaymentID) async throws(LedgerClientError) -> [RefundResource] {
+        try await get("/v1/payments/\(paymentID)/refunds")
+    }
+
+    /// The refunds after `cursor` (nil: from the first) of the payments this device is party to; the page's cursor
+    /// is where to ask from next.
+    public func refunds(after cursor: String?, limit: Int = 100) async throws(LedgerClientError) -> RefundPage {
+        try await get("/v1/refunds?limit=\(limit)" + (cursor.map { "&after=\(Self.queryValue($0))" } ?? ""))
+    }
+
+    /// The business device's merchant's day in `timeZone` (an IANA name).
+    public func dailyReport(date: String, timeZone: String) async throws(LedgerClientError) -> DailyReport {
+        try await get("/v1/reports/daily?date=\(Self.queryValue(date))&timeZone=\(Self.queryValue(timeZone))")
+    }
+
     /// A business device's merchant certificate, renewed for its registered keys; the caller checks it
     /// (`MerchantCertificate.verify`) before presenting it.
     public func renewCertificate() async throws(LedgerClientError) -> MerchantCertificate {
@@ -133,6 +156,13 @@ extension LedgerClient {
     }
 
     static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+
+    /// A query parameter's value, percent-encoded.
+    static func queryValue(_ text: String) -> String {
+        var allowed = CharacterSet.urlQueryAllowed
+        allowed.remove(charactersIn: "&=+")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
 }
 
 /// The body of a POST that takes no parameters.

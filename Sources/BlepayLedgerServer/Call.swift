@@ -13,6 +13,14 @@ enum Access: Sendable {
     case enrollment
     /// An enrolled device, with an HMAC-signed request.
     case device
+    /// An enrolled device, or the operator with the admin bearer token.
+    case deviceOrAdmin
+
+    /// The access a request is checked for: for `.deviceOrAdmin`, a device's when it names one, else the operator's.
+    func resolved(for head: Head) -> Access {
+        guard self == .deviceOrAdmin else { return self }
+        return head.device == nil ? .admin : .device
+    }
 }
 
 /// The authenticated caller of one request.
@@ -65,6 +73,14 @@ struct Call: Sendable {
     func parameter(_ name: String) -> String { parameters[name] ?? "" }
 
     func query(_ name: String) -> String? { queries[name] }
+
+    /// An integer query parameter, if given.
+    func integer(_ name: String) throws(APIError) -> Int? {
+        try query(name).map { text throws(APIError) in
+            guard let value = Int(text) else { throw APIError.invalid(name, "wrong-type", "\(name) is an integer") }
+            return value
+        }
+    }
 
     /// The JSON body as `T`; a wrong or missing field is named by its path.
     func decode<T: Decodable>(_: T.Type) throws(APIError) -> T {

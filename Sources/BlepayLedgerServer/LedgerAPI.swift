@@ -144,7 +144,7 @@ struct LedgerAPI: Sendable {
     {
         let now = clock()
         let caller: Caller
-        switch access {
+        switch access.resolved(for: head) {
         case .anyone:
             caller = .anyone
         case .admin:
@@ -153,7 +153,7 @@ struct LedgerAPI: Sendable {
         case .enrollment:
             guard let token = head.bearer else { throw APIError.unauthenticated }
             caller = .enrolling(try operations.enrollmentToken(tx, token, at: now))
-        case .device:
+        case .device, .deviceOrAdmin:
             guard let id = head.device, let device = try operations.device(tx, id: id) else { throw APIError.unauthenticated }
             do {
                 let nonce = try verifiedNonce(head, body: body, device: device, at: now)

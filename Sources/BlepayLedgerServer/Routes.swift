@@ -33,11 +33,7 @@ extension LedgerAPI {
         route(router, .get, "/v1/double-spends", .admin) { _, tx in try operations.doubleSpends(tx) }
         route(router, .get, "/v1/accounts", .admin) { call, tx in
             let kind = try call.query("kind").map(LedgerOperations.accountKind)
-            let limit = try call.query("limit").map { text throws(APIError) in
-                guard let limit = Int(text) else { throw APIError.invalid("limit", "wrong-type", "limit is an integer") }
-                return limit
-            }
-            return try operations.accounts(tx, kind: kind, limit: limit ?? 100, after: call.query("after"))
+            return try operations.accounts(tx, kind: kind, limit: try call.integer("limit") ?? 100, after: call.query("after"))
         }
         route(router, .post, "/v1/accounts/:id/enrollment-tokens", .admin, success: 201) { call, tx in
             try operations.issueEnrollmentToken(tx, account: call.parameter("id"), at: call.now)
@@ -94,6 +90,21 @@ extension LedgerAPI {
             // Without a body, a cancel of a payment the ledger knows, as before the body existed.
             let body = call.body.isEmpty ? PaymentCancellation(request: nil) : try call.decode(PaymentCancellation.self)
             return try operations.cancelPayment(tx, id: call.parameter("id"), body, device: try call.device, at: call.now)
+        }
+        route(router, .post, "/v1/payments/:id/refunds", .deviceOrAdmin, success: 201) { call, tx in
+            try operations.refund(tx, payment: call.parameter("id"), try call.decode(CreateRefund.self),
+                merchant: call.query("merchant"), for: call.principal, at: call.now)
+        }
+        route(router, .get, "/v1/payments/:id/refunds", .deviceOrAdmin) { call, tx in
+            try operations.refunds(tx, payment: call.parameter("id"), merchant: call.query("merchant"), for: call.principal)
+        }
+        route(router, .get, "/v1/refunds", .deviceOrAdmin) { call, tx in
+            try operations.refunds(tx, after: call.query("after"), limit: try call.integer("limit") ?? 100,
+                merchant: call.query("merchant"), for: call.principal)
+        }
+        route(router, .get, "/v1/reports/daily", .deviceOrAdmin) { call, tx in
+            try operations.dailyReport(tx, date: call.query("date"), timeZone: call.query("timeZone"),
+                merchant: call.query("merchant"), for: call.principal)
         }
         route(router, .post, "/v1/pre-authorizations", .device, success: 201) { call, tx in
             try operations.createPreAuthorization(tx, try call.decode(CreatePreAuthorization.self),

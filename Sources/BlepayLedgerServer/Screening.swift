@@ -10,7 +10,7 @@ import Crypto
 extension LedgerAPI {
     /// The calling device, for `.device` routes; nil for the others. Throws the refusal the transaction would give.
     func screen(_ head: Head, body: [UInt8], access: Access) async throws -> Device? {
-        switch access {
+        switch access.resolved(for: head) {
         case .anyone:
             return nil
         case .admin:
@@ -21,7 +21,7 @@ extension LedgerAPI {
             let (operations, now) = (self.operations, clock())
             _ = try await storage.read { tx in try operations.enrollmentToken(tx, token, at: now) }
             return nil
-        case .device:
+        case .device, .deviceOrAdmin:
             guard let id = head.device else { throw APIError.unauthenticated }
             let operations = self.operations
             var known = knownDevices.device(id)

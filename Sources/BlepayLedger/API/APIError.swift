@@ -43,7 +43,7 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The books refused: a conflict with the payment's state is 409, every other refusal 422.
     public init(_ error: LedgerError) {
         let status = switch error.code {
-        case .invalidStatus, .idConflict, .holdNotPending: 409
+        case .invalidStatus, .idConflict, .holdNotPending, .paymentNotSettled: 409
         default: 422
         }
         self.init(status: status, code: error.code.rawValue, error.detail, paymentError: error.paymentErrorCode)

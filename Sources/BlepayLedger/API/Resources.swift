@@ -275,10 +275,12 @@ public struct PaymentResource: Codable, Sendable, Hashable {
     public let history: [Change]
     /// The ledger-signed receipt (base64) once settled.
     public let receipt: String?
+    /// The sum of its refunds (0 when none).
+    public let refunded: Int64
 
     public init(id: String, status: LedgerPayment.Status, amount: Int64, tip: Int64, currency: String, reference: String?,
         merchantId: String, instrumentId: String?, failureReason: String?, expiresAt: UInt64, history: [Change],
-        receipt: String?)
+        receipt: String?, refunded: Int64 = 0)
     {
         self.id = id
         self.status = status
@@ -292,6 +294,27 @@ public struct PaymentResource: Codable, Sendable, Hashable {
         self.expiresAt = expiresAt
         self.history = history
         self.receipt = receipt
+        self.refunded = refunded
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, status, amount, tip, currency, reference, merchantId, instrumentId, failureReason, expiresAt, history
+        case receipt, refunded
+    }
+
+    /// `refunded` is absent from the answers of ledgers from before refunds: none.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(
+            id: c.decode(String.self, forKey: .id), status: c.decode(LedgerPayment.Status.self, forKey: .status),
+            amount: c.decode(Int64.self, forKey: .amount), tip: c.decode(Int64.self, forKey: .tip),
+            currency: c.decode(String.self, forKey: .currency), reference: c.decodeIfPresent(String.self, forKey: .reference),
+            merchantId: c.decode(String.self, forKey: .merchantId),
+            instrumentId: c.decodeIfPresent(String.self, forKey: .instrumentId),
+            failureReason: c.decodeIfPresent(String.self, forKey: .failureReason),
+            expiresAt: c.decode(UInt64.self, forKey: .expiresAt), history: c.decode([Change].self, forKey: .history),
+            receipt: c.decodeIfPresent(String.self, forKey: .receipt),
+            refunded: c.decodeIfPresent(Int64.self, forKey: .refunded) ?? 0)
     }
 }
 

@@ -26,6 +26,11 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case blocked = "ledger.blocked"
         /// The device key signed a double spend: it gets no more vouchers and pays nothing online.
         case deviceBlocked = "ledger.device-blocked"
+        // Refunds.
+        /// The refund would take the payment's refunds past what it paid.
+        case refundExceedsPayment = "ledger.refund-exceeds-payment"
+        /// The payment is not settled (open, cancelled, failed), so nothing of it can go back.
+        case paymentNotSettled = "ledger.payment-not-settled"
     }
 
     public let code: Code
@@ -51,6 +56,8 @@ public struct LedgerError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidSignature: .invalidCredentials
         case .invalidStatus: .alreadyPaid
         case .blocked, .deviceBlocked: .blocked
+        case .refundExceedsPayment: .refundExceedsPayment
+        case .paymentNotSettled: .paymentNotSettled
         }
     }
 }

@@ -116,8 +116,8 @@ extension LedgerOperations {
 
     /// Everything wrong with the books: the journal's own checks (every transfer balanced, balances equal to the
     /// transfers and holds, none below zero), every payment and pre-authorization against the postings its
-    /// status implies, one payer per payment across the online and offline paths, and a proof for every double spend
-    /// refused. Empty when sound.
+    /// status implies, one payer per payment across the online and offline paths, a proof for every double spend
+    /// refused, and every refund with its transfer, no payment's refunds past what it paid. Empty when sound.
     public func audit(_ tx: any SQLTransaction) throws -> [String] {
         let journal = try Books.loadAll(tx)
         var problems = journal.audit()
@@ -129,7 +129,7 @@ extension LedgerOperations {
             guard let (preAuthorization, _) = try loadPreAuthorization(tx, try row.text(0), lock: false) else { continue }
             problems += Self.audit(preAuthorization, journal: journal)
         }
-        return problems + (try auditPayers(tx)) + (try auditDoubleSpends(tx))
+        return problems + (try auditPayers(tx)) + (try auditDoubleSpends(tx)) + (try auditRefunds(tx, journal: journal))
     }
 
     static func audit(_ payment: LedgerPayment, merchant: AccountID, journal: Journal) -> [String] {

@@ -6,6 +6,8 @@ import BlepayProtocol
 extension LedgerOperations {
     struct SettledOffline {
         let stored: StoredPayment
+        /// The instrument whose pre-authorization paid it.
+        let instrument: String
         let receipt: Receipt
     }
 
@@ -14,8 +16,9 @@ extension LedgerOperations {
     func settledOffline(_ tx: any SQLTransaction, _ id: PaymentID, merchant: String? = nil) throws -> [SettledOffline] {
         try tx.rows(
             """
-            SELECT u.merchant, u.request, u.acceptance, u.settled_at, p.account, u.transfer FROM pre_authorization_uses u
-            JOIN pre_authorizations p ON p.id = u.pre_authorization WHERE u.payment = ?
+            SELECT u.merchant, u.request, u.acceptance, u.settled_at, p.account, u.transfer, p.instrument,
+            """ + Self.refundedSum(merchant: "u.merchant", payment: "u.payment") + """
+             FROM pre_authorization_uses u JOIN pre_authorizations p ON p.id = u.pre_authorization WHERE u.payment = ?
             """ + (merchant == nil ? " ORDER BY u.merchant" : " AND u.merchant = ?"),
             [.text(id.description)] + (merchant.map { [.text($0)] } ?? []))
         .map { row in
@@ -31,7 +34,9 @@ extension LedgerOperations {
             let payment = LedgerPayment(request: request, acceptance: acceptance, failure: nil,
                 history: [LedgerPayment.Change(status: .executed, at: settledAt), LedgerPayment.Change(status: .settled, at: settledAt)])
             return SettledOffline(
-                stored: StoredPayment(payment: payment, merchant: try row.text(0), customer: try row.text(4)),
+                stored: StoredPayment(payment: payment, merchant: try row.text(0), customer: try row.text(4),
+                    refunded: try row.integer(7)),
+                instrument: try row.text(6),
                 receipt: try PreAuthorization.receipt(of: request, acceptance, transferID: try row.text(5), settledAt: settledAt,
                     signedBy: ledgerKey))
         }

@@ -11,6 +11,8 @@ extension LedgerOperations {
         var payment: LedgerPayment
         let merchant: String
         var customer: String?
+        /// The sum of its refunds.
+        var refunded: Int64 = 0
     }
 
     /// The signatures a create or accept body carries, checked before its transaction (see `CheckedSignatures`):
@@ -203,7 +205,8 @@ extension LedgerOperations {
     /// The online payments of `id`, of `merchant` or of every merchant.
     func payments(_ tx: any SQLTransaction, _ id: PaymentID, merchant: String? = nil, lock: Bool = true) throws -> [StoredPayment] {
         try tx.rows(
-            "SELECT merchant, request, acceptance, customer, failure, history, hold, transfer FROM payments WHERE id = ?"
+            "SELECT merchant, request, acceptance, customer, failure, history, hold, transfer, "
+                + Self.refundedSum(merchant: "payments.merchant", payment: "payments.id") + " FROM payments WHERE id = ?"
                 + (merchant == nil ? " ORDER BY merchant" : " AND merchant = ?") + (lock ? tx.dialect.forUpdate : ""),
             [.text(id.description)] + (merchant.map { [.text($0)] } ?? []))
         .map { row in
@@ -216,7 +219,7 @@ extension LedgerOperations {
                     payment: LedgerPayment(request: request, acceptance: acceptance, failure: failure,
                         history: history.map { LedgerPayment.Change(status: $0.status, at: Timestamp(millisecondsSince1970: $0.at)) },
                         holdID: try row.text(6), transferID: try row.text(7)),
-                    merchant: try row.text(0), customer: try row.optionalText(3))
+                    merchant: try row.text(0), customer: try row.optionalText(3), refunded: try row.integer(8))
             } catch let error as ProtocolError {
                 throw StorageError(.corrupt, "payment \(id): \(error)")
             }
@@ -267,6 +270,6 @@ extension LedgerOperations {
             instrumentId: payment.acceptance?.instrumentID, failureReason: payment.failure?.name,
             expiresAt: payment.request.expiresAt.millisecondsSince1970,
             history: payment.history.map { PaymentResource.Change(status: $0.status, at: $0.at.millisecondsSince1970) },
-            receipt: receipt.map { Data($0.encoded).base64EncodedString() })
+            receipt: receipt.map { Data($0.encoded).base64EncodedString() }, refunded: stored.refunded)
     }
 }

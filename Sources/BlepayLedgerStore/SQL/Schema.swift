@@ -147,6 +147,22 @@ enum Schema {
         CREATE INDEX devices_unsealed ON devices (id) WHERE secret_sealed = 0;
         CREATE INDEX idempotency_keys_unsealed ON idempotency_keys (principal) WHERE sealed = -1;
         """,
+        // Refunds: money of a settled payment back to the book that paid it, each with its transfer and the signed
+        // receipt. `sequence` orders them for `GET /v1/refunds`: it is taken from `refund_sequence`, whose one row
+        // each refund updates, so refunds commit in the order of their sequence and a poller never skips one.
+        // `customer` is the account that paid, for its devices.
+        """
+        CREATE TABLE refunds (
+            id TEXT PRIMARY KEY, sequence INTEGER NOT NULL UNIQUE, merchant TEXT NOT NULL REFERENCES accounts(id),
+            payment TEXT NOT NULL, customer TEXT NOT NULL, amount INTEGER NOT NULL CHECK (amount > 0),
+            currency TEXT NOT NULL, reason TEXT, transfer TEXT NOT NULL UNIQUE, receipt BLOB NOT NULL,
+            created_at INTEGER NOT NULL);
+        CREATE INDEX refunds_payment ON refunds (merchant, payment);
+        CREATE INDEX refunds_merchant_day ON refunds (merchant, created_at);
+        CREATE INDEX refunds_customer ON refunds (customer, sequence);
+        CREATE TABLE refund_sequence (last INTEGER NOT NULL);
+        INSERT INTO refund_sequence (last) VALUES (0);
+        """,
     ]
 
     /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers, bytes and the time (`{now}`, in

@@ -33,6 +33,38 @@ extension Receipt: FieldCodable {
     }
 }
 
+extension RefundReceipt: FieldCodable {
+    static let isSigned = true
+
+    func encodeUnsignedFields(into w: inout FieldWriter) {
+        w.string(1, refundID)
+        w.bytes(2, paymentID.bytes)
+        w.string(3, merchantID)
+        w.bytes(4, payerKey.bytes)
+        w.money(5, amount)  // 5 amount, 6 currency
+        w.uint(7, refundedMinorUnits)
+        w.uint(8, paidMinorUnits)
+        w.string(9, reason)
+        w.uint(10, issuedAt.millisecondsSince1970)
+        w.bytes(11, ledgerKeyID.bytes)
+    }
+
+    func encodeFields(into w: inout FieldWriter) {
+        encodeUnsignedFields(into: &w)
+        w.bytes(100, signature.bytes)
+    }
+
+    init(fields r: inout FieldReader) throws(ProtocolError) {
+        try self.init(
+            refundID: r.string(1, "refund id", limit: 64), paymentID: r.paymentID(2),
+            merchantID: r.string(3, "merchant id", limit: 64), payerKey: r.fixed(4, "payer key"),
+            amount: r.money(5, "amount"), refundedMinorUnits: r.uint(7, "refunded"), paidMinorUnits: r.uint(8, "paid"),
+            reason: r.optionalString(9, "reason", limit: RefundReceipt.reasonLimit),
+            issuedAt: r.timestamp(10, "issued at"), ledgerKeyID: r.fixed(11, "ledger key id"),
+            signature: r.fixed(100, "signature"))
+    }
+}
+
 extension MerchantCertificate: FieldCodable {
     static let isSigned = true
 

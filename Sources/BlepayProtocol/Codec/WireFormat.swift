@@ -47,6 +47,13 @@ extension Receipt: WireSigned {
     public var signingBytes: [UInt8] { signing(Self.signingContext, encodeUnsignedFields) }
 }
 
+extension RefundReceipt: WireSigned {
+    public static let signingContext = "blepay/1 refund-receipt\0"
+    public var encoded: [UInt8] { fieldBytes }
+    public init(encoded: [UInt8]) throws(ProtocolError) { try self.init(fieldBytes: encoded[...]) }
+    public var signingBytes: [UInt8] { signing(Self.signingContext, encodeUnsignedFields) }
+}
+
 extension MerchantCertificate: WireSigned {
     public static let signingContext = "blepay/1 merchant-certificate\0"
     public var encoded: [UInt8] { fieldBytes }

@@ -15,6 +15,8 @@ public enum PaymentErrorCode: UInt16, Sendable, Hashable, CaseIterable, CustomSt
     case invalidCredentials = 204
     case blocked = 205
     case preAuthorizationInvalid = 206
+    case refundExceedsPayment = 207
+    case paymentNotSettled = 208
     case connectionFailed = 300
     case ledgerOffline = 301
     case ledgerError = 302
@@ -40,6 +42,8 @@ public enum PaymentErrorCode: UInt16, Sendable, Hashable, CaseIterable, CustomSt
         case .invalidCredentials: "invalid-credentials"
         case .blocked: "blocked"
         case .preAuthorizationInvalid: "pre-authorization-invalid"
+        case .refundExceedsPayment: "refund-exceeds-payment"
+        case .paymentNotSettled: "payment-not-settled"
         case .connectionFailed: "connection-failed"
         case .ledgerOffline: "ledger-offline"
         case .ledgerError: "ledger-error"
@@ -67,6 +71,8 @@ public enum PaymentErrorCode: UInt16, Sendable, Hashable, CaseIterable, CustomSt
         case .invalidCredentials: "A key, token, certificate or signature was not accepted."
         case .blocked: "The account or instrument is blocked."
         case .preAuthorizationInvalid: "The pre-authorization is expired, voided or exhausted."
+        case .refundExceedsPayment: "The refund would take the payment's refunds past what it paid."
+        case .paymentNotSettled: "Only a settled payment can be refunded."
         case .connectionFailed: "The Bluetooth connection failed."
         case .ledgerOffline: "The ledger cannot be reached; nothing was charged."
         case .ledgerError: "The ledger failed; nothing was charged."

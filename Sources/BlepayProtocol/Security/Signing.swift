@@ -186,3 +186,26 @@ extension DenyList {
         else { throw ProtocolError(.certificateExpired, "the deny list was issued at \(issuedAt), now \(now)") }
     }
 }
+
+extension RefundReceipt {
+    /// The refund receipt signed by the ledger key whose id it carries.
+    public func signed(by ledgerKey: SigningKey) throws(ProtocolError) -> RefundReceipt {
+        guard TrustedLedgerKeys.keyID(of: ledgerKey.publicKey) == ledgerKeyID else {
+            throw ProtocolError(.invalidSignature, "the refund receipt names another ledger key")
+        }
+        return try RefundReceipt(
+            refundID: refundID, paymentID: paymentID, merchantID: merchantID, payerKey: payerKey, amount: amount,
+            refundedMinorUnits: refundedMinorUnits, paidMinorUnits: paidMinorUnits, reason: reason, issuedAt: issuedAt,
+            ledgerKeyID: ledgerKeyID, signature: ledgerKey.sign(signingBytes))
+    }
+
+    /// Checks, with no network, that a trusted ledger key signed it.
+    public func verify(trusting ledgerKeys: TrustedLedgerKeys) throws(ProtocolError) {
+        guard let ledgerKey = ledgerKeys.key(id: ledgerKeyID) else {
+            throw ProtocolError(.invalidSignature, "signed by ledger key \(ledgerKeyID), which is not trusted")
+        }
+        guard isValidSignature(signature, of: signingBytes, by: ledgerKey) else {
+            throw ProtocolError(.invalidSignature, "the ledger's signature does not verify")
+        }
+    }
+}
