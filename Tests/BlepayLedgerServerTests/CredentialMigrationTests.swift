@@ -67,10 +67,18 @@ import Testing
         }
     }
 
+    /// Takes a database back to schema 7, before refunds.
+    static func undoRefunds(_ tx: any SQLTransaction) throws {
+        try tx.run("DROP TABLE refunds", [])
+        try tx.run("DROP TABLE refund_sequence", [])
+        try tx.run("DELETE FROM schema_version WHERE version > 7", [])
+    }
+
     /// Takes a database back to schema 6, before credentials had a lifecycle: each account's token hash in
     /// `accounts`, device secrets and stored answers in clear, nothing blocked or revoked. The migration tests of
     /// earlier schemas go back through it too. (The places a seal is bound to are `LedgerOperations`'.)
     static func undoCredentials(_ tx: any SQLTransaction, ledgerKey: SigningKey) throws {
+        try undoRefunds(tx)
         let seal = SecretSeal(ledgerKey: ledgerKey)
         for row in try tx.rows("SELECT id, secret FROM devices WHERE secret_sealed = 1", []) {
             let id = try row.text(0)

@@ -205,33 +205,33 @@ import Testing
         return posted
     }
 
+    /// `body` is refused with `status` and the payment error `code`.
     static func expectRefused(_ code: PaymentErrorCode, status: Int, _ body: () async throws -> Void) async throws {
-        do {
-            try await body()
-            Issue.record("not refused")
-        } catch let error as LedgerClientError {
-            guard case .refused(let answered, _) = error else { Issue.record("\(error)"); return }
-            #expect(answered == status && error.paymentError.code == code, "\(error)")
-        }
+        let refusal = await refusal(body)
+        #expect(refusal?.status == status && refusal?.detail.paymentError == code.name, "\(String(describing: refusal))")
     }
 
     static func expectStatus(_ status: Int, _ body: () async throws -> Void) async {
-        do {
-            try await body()
-            Issue.record("not refused")
-        } catch {
-            guard case .refused(let answered, _)? = error as? LedgerClientError else { Issue.record("\(error)"); return }
-            #expect(answered == status, "\(error)")
-        }
+        let refusal = await refusal(body)
+        #expect(refusal?.status == status, "\(String(describing: refusal))")
     }
 
+    /// `body` is refused as invalid input naming `field`.
     static func expectInvalid(_ field: String, _ body: () async throws -> Void) async throws {
+        let refusal = await refusal(body)
+        #expect(refusal?.status == 400 && refusal?.detail.fields?.map(\.path) == [field], "\(String(describing: refusal))")
+    }
+
+    /// The refusal the ledger answered `body` with; nil, and an issue, when it was not refused.
+    static func refusal(_ body: () async throws -> Void) async -> (status: Int, detail: ErrorBody.Detail)? {
         do {
             try await body()
-            Issue.record("not refused")
-        } catch let error as LedgerClientError {
-            guard case .refused(400, let detail) = error else { Issue.record("\(error)"); return }
-            #expect(detail.fields?.map(\.path) == [field], "\(error)")
+        } catch {
+            if case .refused(let status, let detail)? = error as? LedgerClientError { return (status, detail) }
+            Issue.record("\(error)")
+            return nil
         }
+        Issue.record("not refused")
+        return nil
     }
 }

@@ -1,7 +1,7 @@
 import BlepayProtocol
 import Testing
 
-/// The ledger-signed refund receipt (`docs/protocol.md` §6.8): its canonical encoding, its limits and its signature.
+/// The ledger-signed refund receipt (`docs/protocol.md` §6.7): its canonical encoding, its limits and its signature.
 @Suite struct RefundReceiptTests {
     static func sample(reason: String? = "Wrong size", signature: Signature64 = Sample.signature) throws -> RefundReceipt {
         try RefundReceipt(

@@ -9,6 +9,7 @@ extension LedgerOperations {
         for principal: Principal) throws -> DailyReport
     {
         let merchant = try Self.merchant(merchant, of: principal)
+        guard let date else { throw APIError.invalid("date", "missing", "date is required") }
         let zoneName = timeZone ?? "UTC"
         guard let zone = TimeZone(identifier: zoneName) else {
             throw APIError.invalid("timeZone", "unknown-time-zone", "timeZone is an IANA time zone name such as Europe/Lisbon")
@@ -41,7 +42,7 @@ extension LedgerOperations {
             totals[try row.text(0), default: (0, 0, 0, 0, 0)].refundCount = try row.integer(1)
             totals[try row.text(0)]!.refunds = try row.integer(2)
         }
-        return DailyReport(merchantId: merchant, date: date ?? "", timeZone: zoneName, currencies: totals.sorted { $0.key < $1.key }
+        return DailyReport(merchantId: merchant, date: date, timeZone: zoneName, currencies: totals.sorted { $0.key < $1.key }
             .map { currency, sums in
                 DailyTotals(currency: currency, count: sums.count, gross: sums.gross, tips: sums.tips,
                     refundCount: sums.refundCount, refunds: sums.refunds)
@@ -49,9 +50,8 @@ extension LedgerOperations {
     }
 
     /// The first millisecond of `date` (`YYYY-MM-DD`) in `zone`, and the first of the next day.
-    static func day(_ date: String?, in zone: TimeZone) throws(APIError) -> (Int64, Int64) {
+    static func day(_ date: String, in zone: TimeZone) throws(APIError) -> (Int64, Int64) {
         let invalid = APIError.invalid("date", "invalid-date", "date is a calendar day, YYYY-MM-DD, from 1970")
-        guard let date else { throw APIError.invalid("date", "missing", "date is required") }
         let parts = date.split(separator: "-", omittingEmptySubsequences: false)
         guard date.utf8.count == 10, parts.count == 3, parts.map(\.count) == [4, 2, 2],
             parts.allSatisfy({ $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
