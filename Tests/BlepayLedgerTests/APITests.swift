@@ -1,6 +1,7 @@
 import BlepayLedger
 import BlepayProtocol
 import Crypto
+import Foundation
 import Testing
 
 @Suite struct RequestAuthenticationTests {
@@ -112,5 +113,18 @@ import Testing
         #expect(throws: IdempotencyRecord.KeyError.missing) { try IdempotencyRecord.validate("") }
         #expect(throws: IdempotencyRecord.KeyError.tooLong) { try IdempotencyRecord.validate(String(repeating: "k", count: 256)) }
         #expect(throws: IdempotencyRecord.KeyError.invalidCharacters) { try IdempotencyRecord.validate("with space") }
+    }
+}
+
+@Suite struct PaymentResourceTests {
+    /// A payment as a ledger from before refunds answered it, without `refunded`, reads as none refunded; the field
+    /// travels when present.
+    @Test func refundedIsZeroWhenAbsentAndKeptWhenPresent() throws {
+        let old = #"{"amount":500,"currency":"EUR","expiresAt":1,"history":[],"id":"ab","merchantId":"acc_1","status":"settled","tip":0}"#
+        let payment = try JSONDecoder().decode(PaymentResource.self, from: Data(old.utf8))
+        #expect(payment.refunded == 0 && payment.amount == 500 && payment.receipt == nil)
+        let refunded = PaymentResource(id: "ab", status: .settled, amount: 500, tip: 0, currency: "EUR", reference: nil,
+            merchantId: "acc_1", instrumentId: nil, failureReason: nil, expiresAt: 1, history: [], receipt: nil, refunded: 200)
+        #expect(try JSONDecoder().decode(PaymentResource.self, from: JSONEncoder().encode(refunded)) == refunded)
     }
 }
