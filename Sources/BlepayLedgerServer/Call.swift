@@ -13,6 +13,9 @@ enum Access: Sendable {
     case enrollment
     /// An enrolled device, with an HMAC-signed request.
     case device
+    /// The operator's token or an enrolled device's signed request: reads the operator makes for any account and a
+    /// device for its own.
+    case adminOrDevice
 }
 
 /// The authenticated caller of one request.

@@ -153,7 +153,9 @@ struct LedgerAPI: Sendable {
         case .enrollment:
             guard let token = head.bearer else { throw APIError.unauthenticated }
             caller = .enrolling(try operations.enrollmentToken(tx, token, at: now))
-        case .device:
+        case .adminOrDevice where isAdmin(head):
+            caller = .admin
+        case .device, .adminOrDevice:
             guard let id = head.device, let device = try operations.device(tx, id: id) else { throw APIError.unauthenticated }
             do {
                 let nonce = try verifiedNonce(head, body: body, device: device, at: now)

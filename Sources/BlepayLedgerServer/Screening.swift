@@ -8,7 +8,8 @@ import Crypto
 /// hash or an HMAC, and at most one read. The request's own transaction authenticates again (spending the nonce,
 /// seeing a device revoked meanwhile): the screen only turns away what would be refused anyway.
 extension LedgerAPI {
-    /// The calling device, for `.device` routes; nil for the others. Throws the refusal the transaction would give.
+    /// The calling device, for `.device` routes (and `.adminOrDevice` ones without the operator's token); nil for the
+    /// others. Throws the refusal the transaction would give.
     func screen(_ head: Head, body: [UInt8], access: Access) async throws -> Device? {
         switch access {
         case .anyone:
@@ -21,7 +22,9 @@ extension LedgerAPI {
             let (operations, now) = (self.operations, clock())
             _ = try await storage.read { tx in try operations.enrollmentToken(tx, token, at: now) }
             return nil
-        case .device:
+        case .adminOrDevice where isAdmin(head):
+            return nil
+        case .device, .adminOrDevice:
             guard let id = head.device else { throw APIError.unauthenticated }
             let operations = self.operations
             var known = knownDevices.device(id)
