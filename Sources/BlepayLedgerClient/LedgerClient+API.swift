@@ -88,6 +88,17 @@ extension LedgerClient {
         return try await get("/v1/payments/\(id)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
     }
 
+    /// The payments of this device's account (a merchant's, or those a customer paid), newest first, a page at a
+    /// time: pass the page's `nextCursor` for the next one. `from` (inclusive) and `to` (exclusive) are milliseconds
+    /// since 1970, on an online payment's creation or an offline one's settlement.
+    public func payments(from: UInt64? = nil, to: UInt64? = nil, status: LedgerPayment.Status? = nil, limit: Int = 50,
+        cursor: String? = nil) async throws(LedgerClientError) -> PaymentPage
+    {
+        let query = (from.map { ["from=\($0)"] } ?? []) + (to.map { ["to=\($0)"] } ?? [])
+            + (status.map { ["status=\($0.rawValue)"] } ?? []) + ["limit=\(limit)"] + (cursor.map { ["cursor=\($0)"] } ?? [])
+        return try await get("/v1/payments?" + query.joined(separator: "&"))
+    }
+
     public func createPreAuthorization(_ body: CreatePreAuthorization, operation: String) async throws(LedgerClientError)
         -> PreAuthorizationResource
     {

@@ -77,6 +77,9 @@ extension LedgerAPI {
             try operations.createPayment(tx, try call.decode(CreatePayment.self), device: try call.device, at: call.now,
                 signatures: call.signatures)
         }
+        route(router, .get, "/v1/payments", .deviceOrAdmin) { call, tx in
+            try operations.listPayments(tx, try PaymentQuery(queries: call.queries), for: call.principal)
+        }
         router.get("/v1/payments/:id") { request, context in
             await self.payment(request, id: context.parameters.get("id") ?? "")
         }

@@ -8,7 +8,8 @@ import Crypto
 /// hash or an HMAC, and at most one read. The request's own transaction authenticates again (spending the nonce,
 /// seeing a device revoked meanwhile): the screen only turns away what would be refused anyway.
 extension LedgerAPI {
-    /// The calling device, for `.device` routes; nil for the others. Throws the refusal the transaction would give.
+    /// The calling device, for `.device` routes (and `.deviceOrAdmin` ones without the operator's token); nil for the
+    /// others. Throws the refusal the transaction would give.
     func screen(_ head: Head, body: [UInt8], access: Access) async throws -> Device? {
         switch access.resolved(for: head) {
         case .anyone:

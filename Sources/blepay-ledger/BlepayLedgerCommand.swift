@@ -7,14 +7,16 @@ import ServiceLifecycle
 
 /// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books; `keys`, `rotate-key` and
 /// `activate-key` rotate its signing key; the credential commands (`accounts`, `devices`, `issue-token`,
-/// `revoke-device`, `block`, `unblock`) are the operator's.
+/// `revoke-device`, `block`, `unblock`) are the operator's, and so are the payment commands (`export`, `payments`,
+/// `payment`).
 @main
 struct BlepayLedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-ledger",
         abstract: "blepay's reference payment backend: accounts, instruments, payments, pre-authorizations, settlement.",
         subcommands: [Serve.self, Audit.self, Keys.self, RotateKey.self, ActivateKey.self, ListAccounts.self, ListDevices.self,
-            IssueToken.self, RevokeDevice.self, BlockAccount.self, UnblockAccount.self],
+            IssueToken.self, RevokeDevice.self, BlockAccount.self, UnblockAccount.self, Export.self, ListPayments.self,
+            ShowPayment.self],
         defaultSubcommand: Serve.self)
 }
 

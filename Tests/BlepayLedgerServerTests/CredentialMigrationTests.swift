@@ -78,6 +78,7 @@ import Testing
     /// `accounts`, device secrets and stored answers in clear, nothing blocked or revoked. The migration tests of
     /// earlier schemas go back through it too. (The places a seal is bound to are `LedgerOperations`'.)
     static func undoCredentials(_ tx: any SQLTransaction, ledgerKey: SigningKey) throws {
+        try PaymentListingMigrationTests.undoListing(tx)
         try undoRefunds(tx)
         let seal = SecretSeal(ledgerKey: ledgerKey)
         for row in try tx.rows("SELECT id, secret FROM devices WHERE secret_sealed = 1", []) {

@@ -230,12 +230,12 @@ extension LedgerOperations {
         try tx.run(
             """
             INSERT INTO payments (id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at,
-                updated_at, hold, transfer)
-            VALUES (?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?)
+                updated_at, created_at, hold, transfer)
+            VALUES (?, ?, ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, ?)
             """,
             [.text(stored.payment.request.paymentID.description), .text(stored.merchant), .blob(stored.payment.request.encoded),
              .text(stored.payment.status.rawValue), .blob(try Self.history(stored.payment)),
-             stored.payment.request.expiresAt.sqlValue, now.sqlValue, .text(stored.payment.holdID),
+             stored.payment.request.expiresAt.sqlValue, now.sqlValue, now.sqlValue, .text(stored.payment.holdID),
              .text(stored.payment.transferID)])
     }
 

@@ -163,6 +163,17 @@ enum Schema {
         CREATE TABLE refund_sequence (last INTEGER NOT NULL);
         INSERT INTO refund_sequence (last) VALUES (0);
         """,
+        // Payments are listed newest first by merchant or by payer (`GET /v1/payments`): an online payment keeps when
+        // it was created, an offline one is listed by its settlement. An existing payment was created no later than it
+        // was last changed or expired, the earliest of which it takes (its creation exactly while it is open).
+        """
+        ALTER TABLE payments ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
+        UPDATE payments SET created_at = CASE WHEN updated_at < expires_at THEN updated_at ELSE expires_at END;
+        CREATE INDEX payments_merchant_created ON payments (merchant, created_at, id);
+        CREATE INDEX payments_customer_created ON payments (customer, created_at);
+        CREATE INDEX pre_authorization_uses_merchant_settled ON pre_authorization_uses (merchant, settled_at, payment);
+        CREATE INDEX pre_authorizations_account ON pre_authorizations (account);
+        """,
     ]
 
     /// A migration's statements in `dialect`: PostgreSQL spells 64-bit integers, bytes and the time (`{now}`, in
