@@ -16,21 +16,6 @@ public struct HistoryPayment: Sendable, Hashable {
     public let receipt: Receipt?
     public let createdAt: Timestamp
     public let updatedAt: Timestamp
-
-    public init(
-        request: PaymentRequest, status: String, ended: Bool, totalMinorUnits: UInt64?, tipMinorUnits: UInt64?,
-        counterpart: String?, receipt: Receipt?, createdAt: Timestamp, updatedAt: Timestamp
-    ) {
-        self.request = request
-        self.status = status
-        self.ended = ended
-        self.totalMinorUnits = totalMinorUnits
-        self.tipMinorUnits = tipMinorUnits
-        self.counterpart = counterpart
-        self.receipt = receipt
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
 }
 
 /// One event of a payment, as the control API named it: its kind, when it was kept, and its details (JSON).
