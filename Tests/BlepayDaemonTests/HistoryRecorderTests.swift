@@ -3,6 +3,7 @@ import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol
 import Foundation
+import GRDB
 import Testing
 
 /// What the daemons write to their history for each event, what they log, and what retention forgets.
@@ -11,10 +12,12 @@ import Testing
     let settled = ControlContractTests.receipt
     let clock = MovingClock()
 
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-recorder-\(UUID().uuidString)")
+    var path: String { directory.appendingPathComponent(DaemonStore.fileName).path }
+
     func recorder(_ role: DaemonConfiguration.Role, logger: LogRecorder = LogRecorder()) throws -> HistoryRecorder {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-recorder-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let store = try DaemonStore(path: directory.appendingPathComponent(DaemonStore.fileName).path)
+        let store = try DaemonStore(path: path)
         return HistoryRecorder(history: PaymentHistory(store: store), role: role, clock: { [clock] in clock.now() }, logger: logger.logger)
     }
 
@@ -54,6 +57,17 @@ import Testing
         let kept = try #require(try recorder.history.payment(request.paymentID))
         #expect(kept.payment.counterpart == "Café Zürich" && kept.payment.status == "failed" && kept.payment.ended)
         #expect(log.lines.last == "info: payment event code=insufficient-funds event=error payment=\(request.paymentID)")
+    }
+
+    @Test func aWriteThatFailsIsLoggedAsAnError() async throws {
+        let log = LogRecorder()
+        let recorder = try recorder(.customer, logger: log)
+        try await DatabaseQueue(path: path).write { db in try db.execute(sql: "DROP TABLE history_events") }
+        let shown = PaymentSnapshot(request: request, peer: PeerID(7), status: .open, receipt: nil)
+        await recorder.record(.receivedPayment(PeerID(7), request)) { _ in shown }
+        #expect(log.lines.count == 2, "\(log.lines)")
+        #expect(log.lines.last?.hasPrefix("error: a payment event could not be kept in the history error=store.unavailable") == true)
+        #expect(log.lines.last?.hasSuffix("event=receivedPayment payment=\(request.paymentID)") == true, "\(log.lines)")
     }
 
     @Test func retentionForgetsEndedPaymentsPastItsDaysButNeverOpenOnes() async throws {
