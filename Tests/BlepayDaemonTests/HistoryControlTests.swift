@@ -80,6 +80,36 @@ struct HistoryControlTests {
         }
     }
 
+    @Test func pagesFollowTheCursorNewestFirst() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-history-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let paths = (customer: directory.appendingPathComponent("c.sqlite").path, business: directory.appendingPathComponent("b.sqlite").path)
+        let history = try testHistory(paths.business, .business).history
+        var ids: [String] = []
+        for minute in UInt64(0)..<3 {
+            let request = try PaymentRequest(
+                paymentID: .random(), amount: Money(minorUnits: 100 + minute, currency: Currency("EUR")), reference: nil,
+                merchantID: "m_cafe", merchantName: "Café", createdAt: fixedNow, expiresAt: fixedNow.adding(milliseconds: 120_000),
+                businessOnline: true, signature: .unsigned)
+            try history.record(HistoryChange(
+                paymentID: request.paymentID, request: request, status: "cancelled", ended: true,
+                event: HistoryEvent(kind: "cancelled", at: fixedNow.adding(milliseconds: minute * 60_000), details: "{}")))
+            ids.insert(request.paymentID.description, at: 0)
+        }
+        let fixture = try await ControlFixture(history: paths)
+        defer { fixture.stop() }
+        var listed: [String] = []
+        var filter: [String: DBusValue] = ["limit": .uint32(2), "status": .string("cancelled")]
+        repeat {
+            let page = try await fixture.call(.business, "ListHistory", [.stringDictionary(filter)]).arguments
+            listed += try page[0].decode([DBusValue].self).map { try ControlPayment(dbus: $0).paymentID }
+            filter["cursor"] = .string(try page[1].decode(String.self))
+        } while filter["cursor"] != .string("")
+        #expect(listed == ids)
+        let limited = try await Self.blepayctl.run(["payments", "--business", "--limit", "1", "--bus", fixture.bus.address])
+        #expect(limited.status == 0 && limited.output.hasPrefix(ids[0]) && limited.output.split(separator: "\n").count == 1)
+    }
+
     @Test(arguments: [
         ["colour": DBusValue.string("red")], ["limit": .uint64(5)], ["limit": .uint32(0)], ["limit": .uint32(501)],
         ["since": .string("yesterday")], ["cursor": .string("not-a-cursor")],
