@@ -51,6 +51,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var vouchers = Vouchers()
     /// Set when several daemons of a role share a host: the bus name gets it as its last element.
     public var instance: String?
+    /// How many days an ended payment stays in the history after its last change; open ones always stay.
+    public var historyRetentionDays = 400
 
     /// Business: payments under customers' pre-authorizations while the ledger cannot be reached, and the merchant's
     /// limits on them (amounts in minor units of `currency`, the one currency taken offline).
@@ -181,6 +183,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
                 throw section.error("instance", "is 1 to 32 letters, digits or underscores, not starting with a digit")
             }
             configuration.instance = instance
+        }
+        try reader.section("history") { section throws(ConfigurationError) in
+            try section.integer("retention_days", into: &configuration.historyRetentionDays, in: 1...3650)
         }
         if role == .business {
             try reader.section("payments") { section throws(ConfigurationError) in

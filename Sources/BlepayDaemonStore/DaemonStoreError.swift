@@ -7,6 +7,8 @@ public struct DaemonStoreError: Error, Sendable, Hashable, CustomStringConvertib
         case newerSchema = "store.newer-schema"
         /// A migration failed; it was rolled back and the file is as it was.
         case migrationFailed = "store.migration-failed"
+        /// A history query's cursor or filter cannot be read (a cursor from elsewhere, a limit out of range).
+        case invalidQuery = "store.invalid-query"
     }
 
     public let code: Code

@@ -103,6 +103,50 @@ enum Schema {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("6 payment history") { db in
+            // Every payment this daemon took part in, with its events in order and the refunds made of it, for as
+            // long as `[history] retention_days` keeps ended ones. A payment id is unique per merchant only; `id` is
+            // the order rows were kept in, which pages break ties by.
+            try db.execute(sql: """
+                CREATE TABLE history_payments (
+                    id INTEGER PRIMARY KEY,
+                    merchant_id TEXT NOT NULL,
+                    payment_id BLOB NOT NULL,
+                    request BLOB NOT NULL,
+                    total INTEGER,
+                    tip INTEGER,
+                    counterpart TEXT,
+                    status TEXT NOT NULL,
+                    ended INTEGER NOT NULL,
+                    receipt BLOB,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    UNIQUE (merchant_id, payment_id)
+                ) STRICT;
+                CREATE INDEX history_payments_newest ON history_payments (created_at, id);
+                CREATE INDEX history_payments_by_id ON history_payments (payment_id);
+                CREATE TABLE history_events (
+                    payment INTEGER NOT NULL REFERENCES history_payments(id),
+                    sequence INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    at INTEGER NOT NULL,
+                    details TEXT NOT NULL,
+                    PRIMARY KEY (payment, sequence)
+                ) STRICT;
+                CREATE TABLE history_refunds (
+                    refund_id TEXT PRIMARY KEY NOT NULL,
+                    merchant_id TEXT NOT NULL,
+                    payment_id BLOB NOT NULL,
+                    amount INTEGER NOT NULL,
+                    currency TEXT NOT NULL,
+                    refunded INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    receipt BLOB NOT NULL,
+                    at INTEGER NOT NULL
+                ) STRICT;
+                CREATE INDEX history_refunds_payment ON history_refunds (merchant_id, payment_id);
+                """)
+        }
         return migrator
     }
 }

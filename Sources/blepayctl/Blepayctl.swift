@@ -6,16 +6,16 @@ import Foundation
 
 /// `blepayctl`: a command for every method of the daemons' control API, and `watch` for their events.
 /// Exit codes: 0 done; 1 refused by the daemon (the error's stable name is printed); 3 the daemon is not running
-/// or cannot be reached; 64 bad usage.
+/// or cannot be reached; 5 (`show`) a receipt whose ledger signature does not verify; 64 bad usage.
 @main
 struct Blepayctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepayctl",
         abstract: "Control blepay's customer and business daemons.",
-        discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 64 bad usage.",
+        discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 5 receipt does not verify (show), 64 bad usage.",
         subcommands: [
             Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self, AddCard.self,
-            Voucher.self, Settlement.self, Status.self, Payments.self, Watch.self, Interface.self,
+            Voucher.self, Settlement.self, Status.self, Payments.self, Show.self, Watch.self, Interface.self,
         ])
 
     /// As ArgumentParser runs commands, but a refusal or an unreachable daemon is one line and its own exit code.
@@ -204,17 +204,6 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let control = try await global.connect()
         control.print(try await control.status(role.role(control), paymentID))
-    }
-}
-
-struct Payments: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the payments since the daemon started, newest first.")
-    @OptionGroup var role: RoleOption
-    @OptionGroup var global: Global
-
-    func run() async throws {
-        let control = try await global.connect()
-        try await control.printEach(try await role.role(control), "ListPayments", ControlPayment.init(dbus:))
     }
 }
 

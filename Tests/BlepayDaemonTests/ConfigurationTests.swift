@@ -36,6 +36,8 @@ import Testing
             request_lifetime_seconds = 30
             [control]
             instance = "lane_2"
+            [history]
+            retention_days = 30
             [offline]
             maximum_pending_per_voucher = 2500
             """, file: "business.toml")
@@ -47,6 +49,7 @@ import Testing
         #expect(configuration.requestLifetimeSeconds == 30 && configuration.maximumTipPercent == 100)
         #expect(configuration.resolve(configuration.enrollmentTokenFile) == "/srv/blepay/enrollment.token")
         #expect(configuration.busName == "org.blepay.Business.lane_2")
+        #expect(configuration.historyRetentionDays == 30 && DaemonConfiguration(role: .business).historyRetentionDays == 400)
         #expect(DaemonConfiguration(role: .customer).busName == "org.blepay.Customer")
     }
 
@@ -125,6 +128,8 @@ import Testing
         (.customer, "[vouchers]\nlifetime_hours = 721", "vouchers.lifetime_hours", "is an integer from 1 to 720"),
         (.customer, "[vouchers]\ncurrency = \"euro\"", "vouchers.currency", "is an ISO 4217 currency code such as \"EUR\""),
         (.business, "[vouchers]\nauto_renew = true", "vouchers", "is not a known key"),
+        (.customer, "[history]\nretention_days = 0", "history.retention_days", "is an integer from 1 to 3650"),
+        (.business, "[history]\nretention_days = 3651", "history.retention_days", "is an integer from 1 to 3650"),
     ])
     func badValuesNameTheFileAndTheKey(role: DaemonConfiguration.Role, text: String, key: String, reason: String) {
         let withKey = text.hasPrefix("[ledger]") ? text : text + "\n[ledger]\npublic_key = \"\(Self.key)\""

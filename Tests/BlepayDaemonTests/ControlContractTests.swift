@@ -41,8 +41,17 @@ struct ControlContractTests {
         .settlementRefused(id, PaymentError(.preAuthorizationInvalid, "voucher_exceeded")),
     ]
 
+    /// A refund, which no machine emits: the ledger's refunds bring it.
+    static let refund: ControlEvent = {
+        var details = ControlDetails()
+        (details.refundID, details.amount, details.currency, details.refunded) = ("rf_1", 500, "JPY", 700)
+        (details.reason, details.receipt, details.counterpart) = ("returned", "AQID", "Café Zürich")
+        return ControlEvent(kind: .refunded, paymentID: id.description, details: details)
+    }()
+
     @Test func everyKindIsCoveredOnce() {
-        let kinds = Set(Self.customerEvents.map { ControlEvent($0).kind } + Self.businessEvents.map { ControlEvent($0).kind })
+        let kinds = Set(
+            Self.customerEvents.map { ControlEvent($0).kind } + Self.businessEvents.map { ControlEvent($0).kind } + [Self.refund.kind])
         #expect(kinds == Set(ControlEvent.Kind.allCases))
     }
 
@@ -63,7 +72,7 @@ struct ControlContractTests {
             try await daemon.requestName(name)
         }
         let expected = Self.customerEvents.map { (DaemonConfiguration.Role.customer, ControlEvent($0)) }
-            + Self.businessEvents.map { (DaemonConfiguration.Role.business, ControlEvent($0)) }
+            + Self.businessEvents.map { (DaemonConfiguration.Role.business, ControlEvent($0)) } + [(.business, Self.refund)]
 
         let (watch, pipe) = try Self.blepayctl.start(["watch", "--json", "--bus", bus.address])
         defer { watch.terminate() }

@@ -42,6 +42,11 @@ func testVouchers(
         clock: clock)
 }
 
+/// A daemon's payment history in the state file at `path`.
+func testHistory(_ path: String, _ role: DaemonConfiguration.Role) throws -> HistoryRecorder {
+    HistoryRecorder(history: PaymentHistory(store: try DaemonStore(path: path)), role: role, clock: { fixedNow }, logger: testLogger)
+}
+
 /// Both daemons' services on an in-memory network, their control objects on a private bus, and a client
 /// connection that calls them and hears their signals.
 final class ControlFixture: Sendable {
@@ -53,9 +58,16 @@ final class ControlFixture: Sendable {
     let business: BusinessService
     private let tasks: [Task<Void, Never>]
 
-    /// `ledgerLatency`: how long each execution takes; `vouchers`: the customer's.
-    init(ledgerLatency: Duration = .zero, vouchers: CustomerVouchers? = nil) async throws {
+    /// `ledgerLatency`: how long each execution takes; `vouchers`: the customer's; `history`: the state files each
+    /// side keeps its payment history in (none without).
+    init(
+        ledgerLatency: Duration = .zero, vouchers: CustomerVouchers? = nil,
+        history: (customer: String, business: String)? = nil
+    ) async throws {
         let vouchers = try vouchers ?? testVouchers()
+        let recorders = try history.map { paths in
+            try (customer: testHistory(paths.customer, .customer), business: testHistory(paths.business, .business))
+        }
         ledger = InMemoryLedger(latency: ledgerLatency)
         bus = try TestBus()
         client = try await bus.connect()
@@ -66,13 +78,13 @@ final class ControlFixture: Sendable {
                 return CustomerService.Links(transport: transport) {
                     while (try? await Task.sleep(for: .seconds(3600))) != nil {}
                 }
-            }, signer: SigningKey(), clock: { fixedNow }, logger: testLogger)
+            }, signer: SigningKey(), history: recorders?.customer, clock: { fixedNow }, logger: testLogger)
         business = BusinessService(
             links: BusinessService.Links(transport: network.business) {
                 while (try? await Task.sleep(for: .seconds(3600))) != nil {}
             },
             ledger: ledger, signer: SigningKey(), merchant: .init(id: "m_cafe", name: "Café"),
-            settings: .init(), clock: { fixedNow }, logger: testLogger)
+            settings: .init(), history: recorders?.business, clock: { fixedNow }, logger: testLogger)
         let (customerBus, businessBus) = (try await bus.connect(), try await bus.connect())
         let (customer, business) = (customer, business)
         tasks = [

@@ -21,7 +21,8 @@ public enum BusinessControl {
 
     private static func interface(_ service: BusinessService) -> DBusInterface {
         let payments = ControlAPI.paymentHandlers(
-            status: { await service.status(of: $0) }, list: { await service.sentPayments }, unknown: "this daemon sent no payment")
+            status: { await service.status(of: $0) }, list: { await service.sentPayments }, history: service.history?.history,
+            unknown: "this daemon sent no payment")
         return ControlAPI.interface(.business, handlers: payments.merging([
             "SendPaymentRequest": { call in
                 let a = call.arguments

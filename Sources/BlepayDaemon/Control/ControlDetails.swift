@@ -37,6 +37,14 @@ public struct ControlDetails: Sendable, Hashable {
     public var voucherID: String?
     public var queuedAt: UInt64?
     public var endedAt: UInt64?
+    /// A refund's id, the payment's refunded total after it (minor units), and why it was made.
+    public var refundID: String?
+    public var refunded: UInt64?
+    public var reason: String?
+    /// A receipt as the ledger encoded it, in base64.
+    public var receipt: String?
+    /// Who paid or was paid: the merchant's name (customer), the payer key's fingerprint (business).
+    public var counterpart: String?
 
     public init() {}
 
@@ -44,7 +52,7 @@ public struct ControlDetails: Sendable, Hashable {
     enum Field: CaseIterable {
         case peer, amount, currency, tip, total, reference, merchantID, merchantName, expiresAt, by, code, codeNumber
         case detail, transactionID, receiptStatus, instrumentID, spent, uses, issuedAt, voidedAt, voucherID, queuedAt
-        case endedAt
+        case endedAt, refundID, refunded, reason, receipt, counterpart
 
         var key: String {
             switch self {
@@ -71,6 +79,11 @@ public struct ControlDetails: Sendable, Hashable {
             case .voucherID: "voucher_id"
             case .queuedAt: "queued_at"
             case .endedAt: "ended_at"
+            case .refundID: "refund_id"
+            case .refunded: "refunded"
+            case .reason: "reason"
+            case .receipt: "receipt"
+            case .counterpart: "counterpart"
             }
         }
 
@@ -105,6 +118,11 @@ public struct ControlDetails: Sendable, Hashable {
             case .voucherID: .text(\.voucherID)
             case .queuedAt: .number(\.queuedAt)
             case .endedAt: .number(\.endedAt)
+            case .refundID: .text(\.refundID)
+            case .refunded: .number(\.refunded)
+            case .reason: .text(\.reason)
+            case .receipt: .text(\.receipt)
+            case .counterpart: .text(\.counterpart)
             }
         }
     }

@@ -19,6 +19,9 @@ public struct ControlEvent: Sendable, Hashable, Codable {
         /// Either side's, for a payment finished offline (`receipt_status` pendingSettlement) that it keeps: the
         /// ledger's verdict. Outside the customer's SDK sequence, as `outcomeFound`.
         case settled, settlementRefused
+        /// Either side's: part or all of a finished payment was given back (details `refund_id`, `amount`,
+        /// `currency`, `refunded`, `reason`, `receipt`). Outside the customer's SDK sequence, as `settled`.
+        case refunded
     }
 
     public var kind: Kind

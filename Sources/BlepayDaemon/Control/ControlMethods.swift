@@ -1,3 +1,4 @@
+import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol
 import DBusKit
@@ -44,14 +45,14 @@ extension ControlAPI {
             [("voucher", "(ssa{sv})")]),
         "ListVouchers": Method([], [("vouchers", "a(ssa{sv})")]),
         "VoidVoucher": Method([("voucher_id", "s")]),
-    ].merging(settlementMethods) { $1 }
+    ].merging(settlementMethods) { $1 }.merging(historyMethods) { $1 }
 
     static let businessMethods: [String: Method] = [
         "SendPaymentRequest": Method([("amount", "t"), ("currency", "s"), ("reference", "s")], [("payment_id", "s")]),
         "CancelPayment": Method([("payment_id", "s")]),
         "PaymentStatus": Method([("payment_id", "s")], paymentOut),
         "ListPayments": Method([], paymentsOut),
-    ].merging(settlementMethods) { $1 }
+    ].merging(settlementMethods) { $1 }.merging(historyMethods) { $1 }
 
     /// Both daemons keep payments taken offline until the ledger settles them: the business what it accepted, the
     /// customer its copies of what its businesses kept.
@@ -78,19 +79,31 @@ extension ControlAPI {
             signalArgumentNames: [eventSignal: eventArgumentNames])
     }
 
-    /// `PaymentStatus` and `ListPayments`, which both daemons answer from their machines' records.
+    /// `PaymentStatus` and `ListPayments`, which both daemons answer from their machines' records, then from the
+    /// history (`ListPayments`: its newest page), so that a restart does not empty them; and `ListHistory` and
+    /// `GetPayment`.
     static func paymentHandlers(
         status: @escaping @Sendable (PaymentID) async -> PaymentSnapshot?,
-        list: @escaping @Sendable () async -> [PaymentSnapshot], unknown: String
+        list: @escaping @Sendable () async -> [PaymentSnapshot], history: PaymentHistory?, unknown: String
     ) -> [String: DBusMethod.Handler] {
-        [
+        let handlers: [String: DBusMethod.Handler] = [
             "PaymentStatus": { call in
                 let id = try paymentID(call.arguments[0].decode(String.self))
-                guard let snapshot = await status(id) else { throw error(PaymentError(.notFound, "\(unknown) \(id)")) }
-                return [ControlPayment(snapshot).dbusValue]
+                if let snapshot = await status(id) { return [ControlPayment(snapshot).dbusValue] }
+                guard let kept = try read({ () throws(DaemonStoreError) in try history?.payment(id) }) else {
+                    throw error(PaymentError(.notFound, "\(unknown) \(id)"))
+                }
+                return [ControlPayment(kept.payment).dbusValue]
             },
-            "ListPayments": { _ in [.array(element: ControlPayment.signature, await list().map { ControlPayment($0).dbusValue })] },
+            "ListPayments": { _ in
+                let current = await list().map { ControlPayment($0) }
+                let kept = try read { () throws(DaemonStoreError) in try history?.list(HistoryQuery(limit: HistoryQuery.limits.upperBound)).payments ?? [] }
+                let known = Set(current.map(\.paymentID))
+                let earlier = kept.map { ControlPayment($0) }.filter { !known.contains($0.paymentID) }
+                return [.array(element: ControlPayment.signature, (current + earlier).map(\.dbusValue))]
+            },
         ]
+        return handlers.merging(historyHandlers(history)) { $1 }
     }
 
     /// `SettlementStatus`, `ListSettlements` and `SettleNow`, from the daemon's settlement (none: each refuses).

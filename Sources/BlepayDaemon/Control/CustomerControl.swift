@@ -70,7 +70,12 @@ public enum CustomerControl {
     ) async {
         await withTaskGroup(of: Void.self) { group in
             if let settlement {
-                group.addTask { for await verdict in settlement.events { relay.yield(ControlEvent(verdict)) } }
+                group.addTask {
+                    for await verdict in settlement.events {
+                        await service.history?.record(verdict)
+                        relay.yield(ControlEvent(verdict))
+                    }
+                }
             }
             for await event in service.events { relay.yield(ControlEvent(event)) }
             group.cancelAll()
@@ -121,7 +126,7 @@ public enum CustomerControl {
         _ service: CustomerService, wallet: Wallet, receiving: Receiving, more: [String: DBusMethod.Handler]
     ) -> DBusInterface {
         let payments = ControlAPI.paymentHandlers(
-            status: { await service.status(of: $0) }, list: { await service.shownPayments },
+            status: { await service.status(of: $0) }, list: { await service.shownPayments }, history: service.history?.history,
             unknown: "this daemon was shown no payment").merging(more) { $1 }
         return ControlAPI.interface(.customer, handlers: payments.merging([
             "StartReceiving": { _ in

@@ -29,6 +29,7 @@ public enum BusinessDaemon {
                 staticKey: noiseKey, certificate: presented,
                 maximumConnections: context.configuration.maximumConnections),
             logger: context.logger, clock: context.clock)
+        let history = HistoryRecorder.daemon(context)
         let service = BusinessService(
             links: BusinessService.Links(transport: transport) { try await transport.run { readiness.report("bluetooth") } },
             ledger: LedgerBackend(client: context.ledger), signer: context.identity.signingKey,
@@ -37,9 +38,10 @@ public enum BusinessDaemon {
             settings: .init(
                 requestLifetimeSeconds: context.configuration.requestLifetimeSeconds,
                 maximumTipPercent: context.configuration.maximumTipPercent),
-            clock: context.clock, logger: context.logger)
+            history: history, clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
+            history.retention(days: context.configuration.historyRetentionDays),
             ProbeService(interval: CertificateRenewal.checkInterval) { _ = await renewal.renewIfDue() },
             LinkService { try await service.serveLinks() },
             ControlService {

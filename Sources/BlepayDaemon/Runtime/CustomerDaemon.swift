@@ -45,6 +45,7 @@ public enum CustomerDaemon {
                 maximumAgeMilliseconds: 86_400_000, minimumInterval: .seconds(900), clock: context.clock,
                 logger: context.logger),
             reachability: reachability, clock: context.clock, logger: context.logger)
+        let history = HistoryRecorder.daemon(context)
         let service = CustomerService(
             links: {
                 let transport = CustomerTransport(
@@ -59,9 +60,10 @@ public enum CustomerDaemon {
             ledger: LedgerBackend(client: context.ledger), settlement: settlement,
             accepted: StoredAcceptances(store: AcceptedPaymentStore(store: context.store), clock: context.clock,
                 logger: context.logger),
-            ledgerKeys: context.trustedLedgerKeys, clock: context.clock, logger: context.logger)
+            ledgerKeys: context.trustedLedgerKeys, history: history, clock: context.clock, logger: context.logger)
         return [
             WatchdogService(notify: notify),
+            history.retention(days: context.configuration.historyRetentionDays),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.
             ProbeService(interval: .seconds(context.configuration.ledgerProbeSeconds)) {
                 if await reachability.probe() { reached.yield() }

@@ -32,6 +32,8 @@ public actor BusinessService {
     private let driver: BusinessDriver
     private let settlement: OfflineSettlement?
     private let settings: Settings
+    /// Where every payment's events are kept across restarts; none in tests that need no history.
+    public nonisolated let history: HistoryRecorder?
     private let logger: Logger
     private let relayed = AsyncStream<BusinessEvent>.makeStream()
     /// Every payment's events, in order; the control API turns them into signals.
@@ -40,11 +42,12 @@ public actor BusinessService {
     public init(
         links: Links, ledger: any PaymentLedger, signer: any RequestSigner, merchant: BusinessDriver.Merchant,
         offline: (policy: OfflinePolicy, settlement: OfflineSettlement)? = nil, ledgerKeys: TrustedLedgerKeys? = nil,
-        settings: Settings,
+        settings: Settings, history: HistoryRecorder? = nil,
         clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         self.links = links
         self.settings = settings
+        self.history = history
         self.logger = logger
         settlement = offline?.settlement
         driver = BusinessDriver(
@@ -68,11 +71,16 @@ public actor BusinessService {
     /// Runs the payments (offers, acceptances, the ledger, the settlement of those taken offline) until the link
     /// layer ends or the task is cancelled, and relays their events.
     public func runPayments() async {
-        let (driver, logger, relayed) = (driver, logger, relayed)
+        let (driver, logger, relayed, history) = (driver, logger, relayed, history)
         await withTaskGroup(of: Void.self) { group in
             if let settlement {
                 group.addTask { await settlement.run() }
-                group.addTask { for await event in settlement.events { relayed.continuation.yield(event) } }
+                group.addTask {
+                    for await event in settlement.events {
+                        await history?.record(event)
+                        relayed.continuation.yield(event)
+                    }
+                }
                 group.addTask { for await list in settlement.newDenyLists { await driver.denyListReceived(list) } }
             }
             group.addTask { await driver.run() }
@@ -87,6 +95,7 @@ public actor BusinessService {
                         logger.warning("the ledger refused this device's clock", metadata: ["payment": "\(id)"])
                     default: break
                     }
+                    await history?.record(event) { await driver.snapshot(of: $0) }
                     relayed.continuation.yield(event)
                 }
                 relayed.continuation.finish()

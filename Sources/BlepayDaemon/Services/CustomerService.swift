@@ -33,6 +33,8 @@ public actor CustomerService {
     private let settlement: (any OfflineQueue)?
     private let accepted: (any AcceptedPayments)?
     private let ledgerKeys: TrustedLedgerKeys?
+    /// Where every payment's events are kept across restarts; none in tests that need no history.
+    public nonisolated let history: HistoryRecorder?
     private let clock: @Sendable () -> Timestamp
     private let logger: Logger
     private var registration: Registration?
@@ -47,9 +49,10 @@ public actor CustomerService {
     public init(
         links: @escaping @Sendable () -> Links, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
         settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil, ledgerKeys: TrustedLedgerKeys? = nil,
-        clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        history: HistoryRecorder? = nil, clock: @escaping @Sendable () -> Timestamp, logger: Logger
     ) {
         self.ledgerKeys = ledgerKeys
+        self.history = history
         makeLinks = links
         self.signer = signer
         self.ledger = ledger
@@ -82,7 +85,7 @@ public actor CustomerService {
             if let denyList { await driver.denyListReceived(denyList) }
             await driver.run()
         }
-        let relaying = Task { [continuation] in
+        let relaying = Task { [continuation, history] in
             for await event in driver.events {
                 if case .error(let peer, let id, let error) = event, error.code == .clockSkew {
                     // Its own line: a wrong clock hides every request, and only the operator can set it right.
@@ -90,6 +93,7 @@ public actor CustomerService {
                         "peer": "\(peer)", "payment": "\(id.map(\.description) ?? "-")", "detail": "\(error.detail ?? "")",
                     ])
                 }
+                await history?.record(event) { await driver.snapshot(of: $0) }
                 continuation.yield(event)
             }
         }
