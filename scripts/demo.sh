@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # make demo: real payments between blepay's daemons in the virtual BLE rig, each daemon's events printed as they
 # happen. First two machines (the ledger and a customer on host a, a business on host b; scripts/rig-payment.sh):
-# a payment with a tip, a request the business cancels and, after bluetoothd restarted on b, one the customer
-# declines. Then one machine with three adapters (scripts/rig-broadcast.sh): one request shown to two customers, one
+# a payment with a tip, partly refunded by the business, a request the business cancels and, after bluetoothd
+# restarted on b, one the customer declines; then both daemons restart. Then one machine with three adapters (scripts/rig-broadcast.sh): one request shown to two customers, one
 # pays and the other gets otherPaid; again after bluetoothd restarts, and again after two adapters power-cycle; then
 # alice's daemon and the business's stop (SIGTERM) with a request open, which each cancels as it stops. Last, two
 # machines again (scripts/rig-offline.sh): with the business cut off from the ledger the customer executes the
 # payment; with the customer cut off the business does; with both cut off the customer pays under a voucher, both
-# finish it pending settlement, and once the business's link is back it settles it.
+# finish it pending settlement, and once the business's link is back it settles it. It ends with the business's day
+# report and the customer's history from the first two machines, as each daemon showed them after its restart.
 # Usage: demo.sh BIN_DIR (as root; `make demo` installs and builds first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,14 +48,16 @@ scenario() {
 mkdir -p "$work/two" "$work/one"
 follow "host b · business" "$work/two/b.events.jsonl"
 follow "host a · customer" "$work/two/a.events.jsonl"
-scenario "Two machines: pay 25.50 USD with a 1.00 tip, then a cancellation by each side" "$work/two" \
+scenario "Two machines: pay 25.50 USD with a 1.00 tip, refund 10.00 of it, then a cancellation by each side" "$work/two" \
   two-hosts --host-a "bash $here/rig-payment.sh $bin" --host-b "bash $here/rig-payment.sh $bin"
 python3 - "$work/two" <<'PY'
 import json, sys
 out = sys.argv[1]
 before = json.load(open(out + "/instruments.before.json"))["available"]["USD"]
 after = json.load(open(out + "/instruments.after.json"))["available"]["USD"]
-print("  ledger: the customer's card went from %.2f to %.2f USD" % (before / 100, after / 100))
+refunded = json.load(open(out + "/instruments.refunded.json"))["available"]["USD"]
+print("  ledger: the customer's card went from %.2f to %.2f USD, and back to %.2f with the refund" % (
+    before / 100, after / 100, refunded / 100))
 PY
 
 follow "business (hci0)" "$work/one/business.events.jsonl"
@@ -78,5 +81,11 @@ print("  business, both cut off: %d payment waiting (%.2f USD), ledger reachable
     offline["waiting"], offline["totals"].get("USD", 0) / 100, offline["ledger_reachable"]))
 print("  business, link back: %d waiting; ledger: the merchant was credited %.2f USD in all" % (after["waiting"], posted / 100))
 PY
+echo
+echo "== The business's day (blepayctl report), after its restart"
+sed 's/^/  /' "$work/two/b.report.txt"
+echo
+echo "== The customer's history (blepayctl payments), after its restart"
+sed 's/^/  /' "$work/two/a.history.txt"
 echo
 echo "demo: done (everything the daemons wrote is in $work)"

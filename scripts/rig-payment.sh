@@ -3,7 +3,9 @@
 # only the BLE air and a point-to-point IPv6 link). Host a runs the ledger and the customer daemon, host b the
 # business daemon (rig-lib.sh).
 #   b: blepayctl request 25.50 USD --reference order-123    a: blepayctl accept <id> --tip 1.00
-#   then a request the business cancels, and, after b's bluetoothd restarted, one the customer declines.
+#   b: blepayctl refund <id> 10.00 --reason 'returned item'     a: learns of it from the ledger (refunded)
+#   then a request the business cancels, and, after b's bluetoothd restarted, one the customer declines; then each
+#   daemon restarts and shows its history: the payment, its refund and their ledger-signed receipts, verified.
 # Host a's bluetoothd runs with Privacy and its customer daemon renews its identity every 20 s with a new address:
 # the business finds it again under another address after the restart.
 # Both hosts record their daemon's events (blepayctl watch --json) and what the ledger says into $BLEPAY_RIG_OUT,
@@ -43,6 +45,12 @@ a)
   await "seen finishedPayment $id" 120 || fail "payment $id did not finish"
   blepayctl instruments --json > "$out/instruments.after.json"
   admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.after.json"
+  touch "$out/pay1.finished"
+
+  # The business refunds part of it; the customer learns of it at its next contact with the ledger.
+  await "seen refunded $id" 120 || fail "the refund of $id never reached the customer"
+  blepayctl instruments --json > "$out/instruments.refunded.json"
+  admin GET "/v1/accounts/$(cat "$out/merchant.id")" > "$out/merchant.refunded.json"
 
   # A request the business cancels.
   await "[ -f '$out/pay2.id' ]" 120 || fail "no second request"
@@ -56,8 +64,15 @@ a)
   blepayctl decline "$(cat "$out/pay3.id")"
   await "seen cancelled $(cat "$out/pay3.id")" 60 || fail "the third request was not declined"
 
-  await "[ -f '$out/b.done' ]" 120 || fail "host b did not finish"
+  await "[ -f '$out/b.done' ]" 240 || fail "host b did not finish"
   stop customer
+  # Restarted, the daemon still knows the payment, its refund and their receipts.
+  start customer-restarted customer "$(ready_check org.blepay.Customer hci0 ActiveInstances)"
+  await "blepayctl show $(cat "$out/pay1.id") --customer" 60 || fail "the restarted customer daemon does not show payment 1"
+  blepayctl show "$(cat "$out/pay1.id")" --customer --json > "$out/a.show.json"
+  blepayctl payments --customer --json > "$out/a.history.jsonl"
+  blepayctl payments --customer > "$out/a.history.txt"
+  stop customer-restarted
   blepay-ledger audit --config /etc/blepay/ledger.toml > "$out/audit.txt" 2>&1 || true
   stop ledger
   ;;
@@ -72,6 +87,9 @@ b)
   id=$(blepayctl request 25.50 USD --reference order-123)
   echo "$id" | put pay1.id
   await "seen finished $id" 180 || fail "payment $id did not finish"
+  await "[ -f '$out/pay1.finished' ]" 120 || fail "host a did not see payment $id finish"
+  blepayctl refund "$id" 10.00 --reason "returned item" --json > "$out/refund.json" || fail "the refund failed"
+  await "seen refunded $id" 30 || fail "the refund was not signalled"
 
   id=$(blepayctl request 5.00 USD --reference order-124)
   echo "$id" | put pay2.id
@@ -86,8 +104,15 @@ b)
   await "seen declined $id" 120 || fail "the third request was not declined"
 
   blepayctl payments --business --json > "$out/payments.json"
-  touch "$out/b.done"
   stop business
+  # Restarted, the daemon still knows its payments; the day's report comes from the ledger.
+  start business-restarted business "$(ready_check org.blepay.Business hci0 Discovering)"
+  await "blepayctl show $(cat "$out/pay1.id") --business" 60 || fail "the restarted business daemon does not show payment 1"
+  blepayctl show "$(cat "$out/pay1.id")" --business --json > "$out/b.show.json"
+  blepayctl report --json > "$out/b.report.json"
+  blepayctl report > "$out/b.report.txt"
+  touch "$out/b.done"
+  stop business-restarted
   ;;
 esac
 log "done"

@@ -59,6 +59,15 @@ public struct HistoryRefund: Sendable, Hashable {
         self.receipt = receipt
         self.at = at
     }
+
+    /// The refund a ledger-signed receipt attests.
+    public init(_ receipt: RefundReceipt) {
+        self.init(
+            refundID: receipt.refundID, merchantID: receipt.merchantID, paymentID: receipt.paymentID,
+            amountMinorUnits: receipt.amount.minorUnits, currency: receipt.amount.currency.code,
+            refundedMinorUnits: receipt.refundedMinorUnits, reason: receipt.reason ?? "", receipt: receipt.encoded,
+            at: receipt.issuedAt)
+    }
 }
 
 /// What one event changes of a payment. Without `request` it only updates a payment already kept (a settlement

@@ -62,8 +62,9 @@ public struct PaymentHistory: Sendable {
     }
 
     /// Keeps a refund of a payment (once: the same refund id again changes nothing), which counts as the payment's
-    /// latest change for retention.
-    public func recordRefund(_ refund: HistoryRefund) throws(DaemonStoreError) {
+    /// latest change for retention. Returns whether it was new.
+    @discardableResult
+    public func recordRefund(_ refund: HistoryRefund) throws(DaemonStoreError) -> Bool {
         try store.write(failing: Self.failure) { db in
             let at = Int64(refund.at.millisecondsSince1970)
             try db.execute(
@@ -76,10 +77,26 @@ public struct PaymentHistory: Sendable {
                     refund.refundID, refund.merchantID, Data(refund.paymentID.bytes), Int64(refund.amountMinorUnits),
                     refund.currency, Int64(refund.refundedMinorUnits), refund.reason, Data(refund.receipt), at,
                 ])
-            guard db.changesCount > 0 else { return }
+            guard db.changesCount > 0 else { return false }
             try db.execute(
                 sql: "UPDATE history_payments SET updated_at = max(updated_at, ?) WHERE merchant_id = ? AND payment_id = ?",
                 arguments: [at, refund.merchantID, Data(refund.paymentID.bytes)])
+            return true
+        }
+    }
+
+    /// Where the ledger's list of refunds was last read up to (`GET /v1/refunds?after=`); nil before the first read.
+    public func refundCursor() throws(DaemonStoreError) -> String? {
+        try store.read(failing: Self.failure) { db in
+            try String.fetchOne(db, sql: "SELECT cursor FROM history_refund_cursor WHERE id = 1")
+        }
+    }
+
+    public func keepRefundCursor(_ cursor: String) throws(DaemonStoreError) {
+        try store.write(failing: Self.failure) { db in
+            try db.execute(
+                sql: "INSERT INTO history_refund_cursor (id, cursor) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET cursor = excluded.cursor",
+                arguments: [cursor])
         }
     }
 

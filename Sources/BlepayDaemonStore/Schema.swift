@@ -106,7 +106,8 @@ enum Schema {
         migrator.registerMigration("6 payment history") { db in
             // Every payment this daemon took part in, with its events in order and the refunds made of it, for as
             // long as `[history] retention_days` keeps ended ones. A payment id is unique per merchant only; `id` is
-            // the order rows were kept in, which pages break ties by.
+            // the order rows were kept in, which pages break ties by. The customer learns of refunds from the ledger
+            // after the cursor kept in `history_refund_cursor` (one row).
             try db.execute(sql: """
                 CREATE TABLE history_payments (
                     id INTEGER PRIMARY KEY,
@@ -145,6 +146,10 @@ enum Schema {
                     at INTEGER NOT NULL
                 ) STRICT;
                 CREATE INDEX history_refunds_payment ON history_refunds (merchant_id, payment_id);
+                CREATE TABLE history_refund_cursor (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    cursor TEXT NOT NULL
+                ) STRICT;
                 """)
         }
         return migrator

@@ -125,10 +125,12 @@ extension LedgerClient {
 
     /// Refunds `body.amount` of a settled payment (the rest not yet refunded without one); the operation name keeps
     /// its idempotency key across retries, so a refund retried after a lost answer is made once.
-    public func refund(_ paymentID: PaymentID, _ body: CreateRefund, operation: String) async throws(LedgerClientError)
+    /// Refunds a payment of this business device's merchant; the same `idempotencyKey` again (1 to 255 printable
+    /// ASCII characters) is the same refund.
+    public func refund(_ paymentID: PaymentID, _ body: CreateRefund, idempotencyKey: String) async throws(LedgerClientError)
         -> RefundResource
     {
-        try await post("/v1/payments/\(paymentID)/refunds", body, operation: operation)
+        try await post("/v1/payments/\(paymentID)/refunds", body, idempotencyKey: idempotencyKey)
     }
 
     public func refunds(of paymentID: PaymentID) async throws(LedgerClientError) -> [RefundResource] {

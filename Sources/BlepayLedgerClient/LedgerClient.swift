@@ -91,10 +91,11 @@ public struct LedgerClient: Sendable {
 
     /// POST `body` to `path`. `operation` names the logical operation for the key store (the same operation
     /// retried later reuses its key); the key is forgotten once the ledger gave a final answer, unless `keepingKey`
-    /// (the caller forgets it once it has kept the answer).
+    /// (the caller forgets it once it has kept the answer). `idempotencyKey`, if given, is the key itself: one the
+    /// caller names, so that its own retries, even after a final answer, are the same operation.
     public func post<T: Decodable>(
         _ path: String, _ body: some Encodable, operation: String? = nil, keepingKey: Bool = false,
-        as _: T.Type = T.self
+        idempotencyKey: String? = nil, as _: T.Type = T.self
     ) async throws(LedgerClientError) -> T {
         let bytes: [UInt8]
         do { bytes = try Self.encode(body) } catch {
@@ -102,7 +103,7 @@ public struct LedgerClient: Sendable {
         }
         let key: String
         do {
-            key = try operation.flatMap { try keys?.key(for: $0) } ?? UUID().uuidString.lowercased()
+            key = try idempotencyKey ?? operation.flatMap { try keys?.key(for: $0) } ?? UUID().uuidString.lowercased()
         } catch {
             throw .unavailable("cannot keep the idempotency key: \(error)")
         }

@@ -15,7 +15,8 @@ struct Blepayctl: AsyncParsableCommand {
         discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 5 receipt does not verify (show), 64 bad usage.",
         subcommands: [
             Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self, AddCard.self,
-            Voucher.self, Settlement.self, Status.self, Payments.self, Show.self, Watch.self, Interface.self,
+            Voucher.self, Settlement.self, Status.self, Payments.self, Show.self, Refund.self, Report.self, Watch.self,
+            Interface.self,
         ])
 
     /// As ArgumentParser runs commands, but a refusal or an unreachable daemon is one line and its own exit code.

@@ -68,54 +68,80 @@ struct Show: AsyncParsableCommand {
         let daemon = try await role.role(control)
         let reply = try await control.call(daemon, "GetPayment", [.string(paymentID)]).arguments
         let payment = try ControlPayment(dbus: reply[0])
-        let check = ReceiptCheck(payment, configuration: config ?? "/etc/blepay/\(daemon.rawValue).toml", role: daemon)
+        let refunds = try reply[2].decode([DBusValue].self).map { try ControlEntry(dbus: $0) }
+        let keys = ReceiptCheck.keys(configuration: config ?? "/etc/blepay/\(daemon.rawValue).toml", role: daemon)
+        let check = ReceiptCheck(payment, keys: keys)
+        let refundChecks = refunds.map { ReceiptCheck(refund: $0, of: payment.paymentID, keys: keys) }
         let line = ShowLine(
             payment: payment, events: try reply[1].decode([DBusValue].self).map { try ControlEntry(dbus: $0) },
-            refunds: try reply[2].decode([DBusValue].self).map { try ControlEntry(dbus: $0) }, receiptCheck: check.text)
+            refunds: refunds, receiptCheck: check.text, refundReceiptChecks: refundChecks.map(\.text))
         control.print(line)
-        if !check.verified { throw ExitCode(5) }
+        if !check.verified || refundChecks.contains(where: { !$0.verified }) { throw ExitCode(5) }
     }
 }
 
-/// What `show` says of a payment's receipt: verified with the ledger's keys, pending (the ledger has not signed it
-/// yet), or not verified, and why.
+/// What `show` says of a payment's receipt, or of a refund's: verified with the ledger's keys, pending (the ledger has
+/// not signed it yet), or not verified, and why.
 struct ReceiptCheck {
     let text: String
     /// False only when the ledger's signature was checked and does not verify.
     let verified: Bool
 
-    init(_ payment: ControlPayment, configuration file: String, role: DaemonConfiguration.Role) {
-        guard let encoded = payment.details.receipt else { (text, verified) = ("none", true); return }
+    /// The ledger keys of the daemon's configuration file, or why they cannot be had.
+    static func keys(configuration file: String, role: DaemonConfiguration.Role) -> Result<TrustedLedgerKeys, any Error> {
+        Result { TrustedLedgerKeys(try DaemonConfiguration.load(role, file: file).ledgerPublicKeys) }
+    }
+
+    init(_ payment: ControlPayment, keys: Result<TrustedLedgerKeys, any Error>) {
+        guard let encoded = payment.details.receipt else { self.init(text: "none", verified: true); return }
         guard let bytes = Data(base64Encoded: encoded), let receipt = try? Receipt(encoded: Array(bytes)),
             receipt.paymentID.description == payment.paymentID
-        else { (text, verified) = ("does not verify (not a receipt of this payment)", false); return }
+        else { self.init(text: "does not verify (not a receipt of this payment)", verified: false); return }
         guard receipt.status == .settled, let keyID = receipt.ledgerKeyID else {
-            (text, verified) = ("pending settlement (not signed by the ledger yet)", true)
+            self.init(text: "pending settlement (not signed by the ledger yet)", verified: true)
             return
         }
-        let keys: [Key32]
-        do {
-            keys = try DaemonConfiguration.load(role, file: file).ledgerPublicKeys
-        } catch {
-            (text, verified) = ("not verified (\(error))", true)
-            return
+        self.init(keyID, keys) { receipt.isSigned(trusting: $0) }
+    }
+
+    init(refund: ControlEntry, of paymentID: String, keys: Result<TrustedLedgerKeys, any Error>) {
+        guard let encoded = refund.details.receipt, let bytes = Data(base64Encoded: encoded),
+            let receipt = try? RefundReceipt(encoded: Array(bytes)), receipt.refundID == refund.name,
+            receipt.paymentID.description == paymentID
+        else { self.init(text: "does not verify (not a receipt of this refund)", verified: false); return }
+        self.init(receipt.ledgerKeyID, keys) { (try? receipt.verify(trusting: $0)) != nil }
+    }
+
+    private init(text: String, verified: Bool) {
+        self.text = text
+        self.verified = verified
+    }
+
+    private init(
+        _ keyID: FixedBytes<Bytes8>, _ keys: Result<TrustedLedgerKeys, any Error>, _ isSigned: (TrustedLedgerKeys) -> Bool
+    ) {
+        switch keys {
+        case .failure(let error): (text, verified) = ("not verified (\(error))", true)
+        case .success(let keys):
+            (text, verified) = isSigned(keys)
+                ? ("verified (ledger key \(keyID))", true) : ("does not verify (ledger key \(keyID))", false)
         }
-        (text, verified) = receipt.isSigned(trusting: TrustedLedgerKeys(keys))
-            ? ("verified (ledger key \(keyID))", true) : ("does not verify (ledger key \(keyID))", false)
     }
 }
 
-/// A payment as `show` prints it: the payment's line, then each event (time, kind, details), each refund, and the
-/// receipt's check.
+/// A payment as `show` prints it: the payment's line, then each event (time, kind, details), each refund with its
+/// receipt's check, and the payment receipt's check.
 struct ShowLine: OutputLine {
     let payment: ControlPayment
     let events: [ControlEntry]
     let refunds: [ControlEntry]
     let receiptCheck: String
+    let refundReceiptChecks: [String]
 
     private enum CodingKeys: String, CodingKey {
         case payment, events, refunds
         case receiptCheck = "receipt_check"
+        case refundReceiptChecks = "refund_receipt_checks"
     }
 
     var text: String {
@@ -125,10 +151,10 @@ struct ShowLine: OutputLine {
             let time = UInt64(event.label).map { Date(timeIntervalSince1970: Double($0) / 1000).formatted(.iso8601) } ?? event.label
             return "  \(time)  \(event.name)  \(event.detailsText)"
         }
-        let refunds = refunds.map { refund in
+        let refunds = zip(refunds, refundReceiptChecks).map { refund, check in
             var shown = refund
             shown.details.receipt = nil
-            return "  refund  \(shown.text)"
+            return "  refund  \(shown.text)\n    receipt: \(check)"
         }
         return ([shown.text] + events + refunds + ["receipt: \(receiptCheck)"]).joined(separator: "\n")
     }

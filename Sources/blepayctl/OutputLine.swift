@@ -9,6 +9,8 @@ protocol OutputLine: Encodable {
 }
 
 extension ControlPayment: OutputLine {}
+extension ControlEntry: OutputLine {}
+extension ControlReport: OutputLine {}
 
 /// An instrument as `ListInstruments` gives it.
 struct InstrumentLine: OutputLine {

@@ -38,7 +38,7 @@ import Testing
             let alice = try await ledger.customer(balance: 10_000)
             let request = try ledger.request(by: cafe, amount: 1_000)
             _ = try await alice.client.accept(try ledger.acceptance(of: request, by: alice), request: request)
-            let refund = try await cafe.client.refund(request.paymentID, CreateRefund(amount: 600, reason: nil), operation: "r")
+            let refund = try await cafe.client.refund(request.paymentID, CreateRefund(amount: 600, reason: nil), idempotencyKey: "r")
             #expect(try await ledger.server.audit() == [])
 
             // The row says more went back than its transfer moved, and more than the payment paid.

@@ -20,7 +20,7 @@ import Testing
                 spentBefore: 0)
             _ = try await cafe.client.settle([(request, acceptance)], operation: "batch")
             let nextDay = try await RefundTests.paid(ledger, cafe, alice, amount: 700)
-            let refund = try await cafe.client.refund(early.paymentID, CreateRefund(amount: 200, reason: nil), operation: "r")
+            let refund = try await cafe.client.refund(early.paymentID, CreateRefund(amount: 200, reason: nil), idempotencyKey: "r")
             try await ledger.storage.storage.write { tx in
                 try tx.run("UPDATE transfers SET created_at = ? WHERE id = (SELECT transfer FROM payments WHERE id = ?)",
                     [.integer(try Self.at("2026-03-11T02:00:00Z")), .text(early.paymentID.description)])

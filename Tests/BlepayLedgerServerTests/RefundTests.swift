@@ -15,7 +15,7 @@ import Testing
             let alice = try await ledger.customer(balance: 10_000)
             let first = try await Self.paid(ledger, cafe, alice, amount: 1_000)
 
-            let full = try await cafe.client.refund(first.paymentID, CreateRefund(amount: nil, reason: "returned"), operation: "full")
+            let full = try await cafe.client.refund(first.paymentID, CreateRefund(amount: nil, reason: "returned"), idempotencyKey: "full")
             #expect(full.amount == 1_000 && full.refunded == 1_000 && full.currency == "EUR" && full.reason == "returned")
             #expect(full.paymentId == first.paymentID.description && full.merchantId == cafe.account.id && full.status == "settled")
             #expect(try await Self.posted(ledger, cafe, alice) == [0, 10_000])
@@ -25,19 +25,19 @@ import Testing
             #expect(receipt.paidMinorUnits == 1_000 && receipt.refundedMinorUnits == 1_000 && receipt.refundID == full.id)
             #expect(try await cafe.client.payment(first.paymentID).refunded == 1_000)
             try await Self.expectRefused(.refundExceedsPayment, status: 422) {
-                _ = try await cafe.client.refund(first.paymentID, CreateRefund(amount: nil, reason: nil), operation: "again")
+                _ = try await cafe.client.refund(first.paymentID, CreateRefund(amount: nil, reason: nil), idempotencyKey: "again")
             }
 
             // 600 paid (500 and a tip of 100): 200, then 300, then 200 more is past it and moves nothing.
             let second = try await Self.paid(ledger, cafe, alice, amount: 500, tip: 100)
-            let a = try await cafe.client.refund(second.paymentID, CreateRefund(amount: 200, reason: nil), operation: "a")
+            let a = try await cafe.client.refund(second.paymentID, CreateRefund(amount: 200, reason: nil), idempotencyKey: "a")
             #expect(a.refunded == 200)
             #expect(try await Self.posted(ledger, cafe, alice) == [400, 9_600])
-            let b = try await cafe.client.refund(second.paymentID, CreateRefund(amount: 300, reason: nil), operation: "b")
+            let b = try await cafe.client.refund(second.paymentID, CreateRefund(amount: 300, reason: nil), idempotencyKey: "b")
             #expect(b.refunded == 500)
             #expect(try await Self.posted(ledger, cafe, alice) == [100, 9_900])
             try await Self.expectRefused(.refundExceedsPayment, status: 422) {
-                _ = try await cafe.client.refund(second.paymentID, CreateRefund(amount: 200, reason: nil), operation: "c")
+                _ = try await cafe.client.refund(second.paymentID, CreateRefund(amount: 200, reason: nil), idempotencyKey: "c")
             }
             #expect(try await Self.posted(ledger, cafe, alice) == [100, 9_900])
             #expect(try await cafe.client.refunds(of: second.paymentID) == [a, b])
@@ -45,7 +45,7 @@ import Testing
             #expect(try await alice.client.payment(second.paymentID).refunded == 500)
             // Nothing, another currency's worth or a bad reason is the input's fault.
             for (body, field) in [(CreateRefund(amount: 0, reason: nil), "amount"), (CreateRefund(amount: 1, reason: "\u{202E}x"), "reason")] {
-                try await Self.expectInvalid(field) { _ = try await cafe.client.refund(second.paymentID, body, operation: "bad-\(field)") }
+                try await Self.expectInvalid(field) { _ = try await cafe.client.refund(second.paymentID, body, idempotencyKey: "bad-\(field)") }
             }
             #expect(try await ledger.server.audit() == [])
         }
@@ -81,11 +81,11 @@ import Testing
             let alice = try await ledger.customer(balance: 10_000)
             let payment = try await Self.paid(ledger, cafe, alice, amount: 1_000)
             let body = CreateRefund(amount: 100, reason: nil)
-            await Self.expectStatus(403) { _ = try await alice.client.refund(payment.paymentID, body, operation: "alice") }
-            await Self.expectStatus(404) { _ = try await bakery.client.refund(payment.paymentID, body, operation: "bakery") }
+            await Self.expectStatus(403) { _ = try await alice.client.refund(payment.paymentID, body, idempotencyKey: "alice") }
+            await Self.expectStatus(404) { _ = try await bakery.client.refund(payment.paymentID, body, idempotencyKey: "bakery") }
             await Self.expectStatus(404) { _ = try await bakery.client.refunds(of: payment.paymentID) }
             // The operator names the merchant.
-            await Self.expectStatus(400) { _ = try await ledger.admin.refund(payment.paymentID, body, operation: "admin") }
+            await Self.expectStatus(400) { _ = try await ledger.admin.refund(payment.paymentID, body, idempotencyKey: "admin") }
             let path = "/v1/payments/\(payment.paymentID)/refunds?merchant=\(cafe.account.id)"
             let byOperator: RefundResource = try await ledger.admin.post(path, body, operation: "admin")
             #expect(byOperator.refunded == 100)
@@ -93,11 +93,11 @@ import Testing
             let open = try ledger.request(by: cafe, amount: 500)
             _ = try await cafe.client.createPayment(open)
             try await Self.expectRefused(.paymentNotSettled, status: 409) {
-                _ = try await cafe.client.refund(open.paymentID, body, operation: "open")
+                _ = try await cafe.client.refund(open.paymentID, body, idempotencyKey: "open")
             }
             _ = try await cafe.client.cancelPayment(open.paymentID)
             try await Self.expectRefused(.paymentNotSettled, status: 409) {
-                _ = try await cafe.client.refund(open.paymentID, body, operation: "cancelled")
+                _ = try await cafe.client.refund(open.paymentID, body, idempotencyKey: "cancelled")
             }
             #expect(try await Self.posted(ledger, cafe, alice) == [900, 9_100])
         }
@@ -114,7 +114,7 @@ import Testing
             #expect(try await cafe.client.settle([(request, acceptance)], operation: "batch").results.map(\.result) == [.settled])
             #expect(try await Self.posted(ledger, cafe, alice) == [1_000, 7_000])
 
-            let refund = try await cafe.client.refund(request.paymentID, CreateRefund(amount: 400, reason: nil), operation: "r")
+            let refund = try await cafe.client.refund(request.paymentID, CreateRefund(amount: 400, reason: nil), idempotencyKey: "r")
             #expect(refund.refunded == 400)
             #expect(try await Self.posted(ledger, cafe, alice) == [600, 7_400])
             let receipt = try RefundReceipt(encoded: [UInt8](try #require(Data(base64Encoded: refund.receipt))))
@@ -122,7 +122,7 @@ import Testing
             #expect(receipt.payerKey == alice.key.publicKey && receipt.paidMinorUnits == 1_000)
             #expect(try await alice.client.payment(request.paymentID).refunded == 400)
             try await Self.expectRefused(.refundExceedsPayment, status: 422) {
-                _ = try await cafe.client.refund(request.paymentID, CreateRefund(amount: 601, reason: nil), operation: "r2")
+                _ = try await cafe.client.refund(request.paymentID, CreateRefund(amount: 601, reason: nil), idempotencyKey: "r2")
             }
             #expect(try await ledger.server.audit() == [])
         }
@@ -139,7 +139,7 @@ import Testing
                     group.addTask {
                         do {
                             _ = try await cafe.client.refund(payment.paymentID, CreateRefund(amount: 30, reason: nil),
-                                operation: "race-\(index)")
+                                idempotencyKey: "race-\(index)")
                             return "refunded"
                         } catch {
                             return (error as? LedgerClientError)?.paymentError.code.name ?? "\(error)"
@@ -169,7 +169,7 @@ import Testing
             var made: [RefundResource] = []
             for (merchant, payment) in [(cafe, one), (bakery, bobs), (cafe, two), (cafe, one)] {
                 made.append(try await merchant.client.refund(payment.paymentID, CreateRefund(amount: 100, reason: nil),
-                    operation: "r-\(made.count)"))
+                    idempotencyKey: "r-\(made.count)"))
             }
             let alices = [made[0], made[2], made[3]]
             let page = try await alice.client.refunds(after: nil, limit: 2)

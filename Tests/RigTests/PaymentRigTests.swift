@@ -24,6 +24,42 @@ struct PaymentRigTests {
         }
     }
 
+    /// A refund as `blepayctl refund --json` prints it, and as `show` lists a payment's refunds.
+    struct Entry: Decodable {
+        let name: String
+        let label: String
+        let details: ControlDetails
+    }
+
+    /// A payment as `blepayctl payments --json` lists it.
+    struct Listed: Decodable {
+        let payment_id: String
+        let status: String
+    }
+
+    /// What `blepayctl show --json` prints.
+    struct Shown: Decodable {
+        let payment: Listed
+        let refunds: [Entry]
+        let receipt_check: String
+        let refund_receipt_checks: [String]
+    }
+
+    /// What `blepayctl report --json` prints.
+    struct Report: Decodable {
+        struct Totals: Decodable {
+            let currency: String
+            let count: Int
+            let gross: Int64
+            let tips: Int64
+            let refund_count: Int
+            let refunds: Int64
+            let net: Int64
+        }
+
+        let currencies: [Totals]
+    }
+
     struct Instrument: Decodable {
         let id: String
         let available: [String: Int64]
@@ -68,9 +104,11 @@ struct PaymentRigTests {
     }
 
     /// The ledger and the customer daemon on host a, the business daemon on host b, joined by the virtual air and a
-    /// point-to-point IPv6 link only: a payment with a tip, then a request each side ends, the last after bluetoothd
-    /// restarted on host b under the business daemon, after which the customer is found under a new address.
-    @Test func aPaymentACancellationAndADeclineBetweenTwoHosts() throws {
+    /// point-to-point IPv6 link only: a payment with a tip, partly refunded by the business (`blepayctl refund`), then
+    /// a request each side ends, the last after bluetoothd restarted on host b under the business daemon, after which
+    /// the customer is found under a new address. Then both daemons restart and still show the payment, its refund
+    /// and their receipts, verified; the business's day report counts them.
+    @Test func aPaymentItsRefundACancellationAndADeclineBetweenTwoHosts() throws {
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-payment.sh").path
         let command = "bash \(script) \(Rig.binaryDirectory)"
         let run = try Rig.run(topology: ["two-hosts"], commands: ["--host-a", command, "--host-b", command])
@@ -81,15 +119,21 @@ struct PaymentRigTests {
         let business = try run.lines("b.events.jsonl", as: Event.self)
         let kinds = Self.kinds
 
-        // The payment: shown with what the business asked, accepted with a tip, finished on both sides.
-        #expect(kinds(customer, ids[0]) == [.receivedPayment, .finishedPayment])
+        // The payment: shown with what the business asked, accepted with a tip, finished on both sides; then refunded
+        // in part, which the customer learnt from the ledger.
+        #expect(kinds(customer, ids[0]) == [.receivedPayment, .finishedPayment, .refunded])
         let shown = try #require(customer.first { $0.kind == .receivedPayment && $0.payment_id == ids[0] })
         #expect(shown.details.amount == 2550 && shown.details.currency == "USD")
         #expect(shown.details.reference == "order-123" && shown.details.merchantName == "Café Zürich")
         let finished = try #require(customer.first { $0.kind == .finishedPayment })
         #expect(finished.details.tip == 100 && finished.details.amount == 2550)
-        #expect(kinds(business, ids[0]).contains(.finished))
+        #expect(kinds(business, ids[0]).contains(.finished) && kinds(business, ids[0]).contains(.refunded))
         #expect(!kinds(business, ids[0]).contains(.failed))
+        let refund = try run.json("refund.json", as: Entry.self)
+        #expect(refund.label == "refunded" && refund.details.amount == 1_000 && refund.details.refunded == 1_000)
+        #expect(refund.details.reason == "returned item")
+        let learnt = try #require(customer.first { $0.kind == .refunded })
+        #expect(learnt.payment_id == ids[0] && learnt.details.refundID == refund.name && learnt.details.amount == 1_000)
 
         // The business cancelled the second; the customer declined the third, offered after the business found
         // bluetoothd back and scanned again. Nothing was charged for them.
@@ -115,10 +159,31 @@ struct PaymentRigTests {
         #expect(before.available["USD"] == 10_000 && after.available["USD"] == 10_000 - 2_650)
         let merchant = try run.json("merchant.after.json", as: Account.self)
         #expect(merchant.balances.first { $0.currency == "USD" }?.posted == 2_650)
+        // The refund moved 10.00 back, once.
+        let refunded = try run.json("instruments.refunded.json", as: Instrument.self)
+        #expect(refunded.available["USD"] == 10_000 - 2_650 + 1_000)
+        #expect(try run.json("merchant.refunded.json", as: Account.self).balances.first { $0.currency == "USD" }?.posted == 1_650)
         #expect(try run.text("audit.txt").contains("the books are sound"))
 
+        // Restarted, each daemon still shows the payment with its ledger-signed receipt and the refund with its own,
+        // both verified with the ledger's key from its configuration.
+        for side in ["a", "b"] {
+            let shown = try run.json("\(side).show.json", as: Shown.self)
+            #expect(shown.payment.payment_id == ids[0] && shown.payment.status == "finished", "\(side)")
+            #expect(shown.receipt_check.hasPrefix("verified"), "\(side): \(shown.receipt_check)")
+            #expect(shown.refunds.map(\.name) == [refund.name], "\(side)")
+            #expect(shown.refund_receipt_checks.count == 1 && shown.refund_receipt_checks.allSatisfy { $0.hasPrefix("verified") }, "\(side)")
+        }
+        let history = try run.lines("a.history.jsonl", as: Listed.self).map(\.payment_id)
+        #expect(Set(ids).isSubset(of: Set(history)), "the customer's history after its restart: \(history)")
+        // The day's report at the ledger: one payment of 25.50 with a 1.00 tip, one refund of 10.00.
+        let report = try run.json("b.report.json", as: Report.self)
+        let usd = try #require(report.currencies.first { $0.currency == "USD" })
+        #expect(usd.count == 1 && usd.gross == 2_550 && usd.tips == 100 && usd.refund_count == 1 && usd.refunds == 1_000)
+        #expect(usd.net == 1_650)
+
         // Each told systemd it was ready only once registered, kept its watchdog fed, and stopped on SIGTERM cleanly.
-        for process in ["a.customer", "a.ledger", "b.business"] {
+        for process in ["a.customer", "a.ledger", "b.business", "a.customer-restarted", "b.business-restarted"] {
             #expect(try run.text("\(process).exit") == "0", "\(process)")
             try Self.expectNotified(run, process, watchdog: process != "a.ledger")
         }
@@ -182,7 +247,7 @@ struct PaymentRigTests {
         #expect(card.available["USD"] == Int64(10_000 - 4_000 - 1_250 - 800))
         #expect(try run.text("vouchers.after.json").contains("\"spent\":1250"))
         #expect(try run.text("audit.txt").contains("the books are sound"))
-        for process in ["a.customer", "a.ledger", "b.business"] {
+        for process in ["a.customer", "a.ledger", "b.business", "a.customer-restarted", "b.business-restarted"] {
             #expect(try run.text("\(process).exit") == "0", "\(process)")
         }
     }

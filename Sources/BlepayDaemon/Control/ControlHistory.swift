@@ -108,11 +108,23 @@ public struct ControlEntry: Sendable, Hashable, Codable {
 
 extension HistoryRefund {
     /// `(s refund_id, s "refunded", a{sv} details)`.
-    var controlValue: DBusValue {
+    var controlValue: DBusValue { ControlRecord.value(refundID, ControlEvent.Kind.refunded.rawValue, controlDetails) }
+
+    /// The refund's amount, the payment's refunded total after it, why, and its receipt (base64).
+    var controlDetails: ControlDetails {
         var details = ControlDetails()
         (details.amount, details.currency, details.refunded) = (amountMinorUnits, currency, refundedMinorUnits)
         (details.reason, details.receipt) = (reason, Data(receipt).base64EncodedString())
-        return ControlRecord.value(refundID, ControlEvent.Kind.refunded.rawValue, details)
+        return details
+    }
+}
+
+extension ControlEvent {
+    /// `refunded`: a refund of the payment, made by this business or learnt by this customer from the ledger.
+    public init(refund receipt: RefundReceipt) {
+        var details = HistoryRefund(receipt).controlDetails
+        (details.refundID, details.merchantID) = (receipt.refundID, receipt.merchantID)
+        self.init(kind: .refunded, paymentID: receipt.paymentID.description, details: details)
     }
 }
 

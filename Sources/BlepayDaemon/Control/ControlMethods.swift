@@ -52,6 +52,11 @@ extension ControlAPI {
         "CancelPayment": Method([("payment_id", "s")]),
         "PaymentStatus": Method([("payment_id", "s")], paymentOut),
         "ListPayments": Method([], paymentsOut),
+        "RefundPayment": Method(
+            [("payment_id", "s"), ("amount", "t"), ("reason", "s"), ("request_id", "s")], [("refund", "(ssa{sv})")]),
+        "DailyReport": Method([("date", "s"), ("time_zone", "s")], [
+            ("merchant_id", "s"), ("date", "s"), ("time_zone", "s"), ("currencies", "a(suttutx)"),
+        ]),
     ].merging(settlementMethods) { $1 }.merging(historyMethods) { $1 }
 
     /// Both daemons keep payments taken offline until the ledger settles them: the business what it accepted, the

@@ -45,7 +45,7 @@ public enum CustomerControl {
     /// cancelled; then releases the name.
     public static func serve(
         _ service: CustomerService, on connection: DBusConnection, name: String = ControlAPI.customerBusName,
-        wallet: Wallet, vouchers: CustomerVouchers, settlement: OfflineSettlement? = nil,
+        wallet: Wallet, vouchers: CustomerVouchers, settlement: OfflineSettlement? = nil, refunds: RefundWatch? = nil,
         clock: @escaping @Sendable () -> Timestamp, logger: Logger, ready: @Sendable () -> Void = {}
     ) async throws(DBusError) {
         let receiving = Receiving()
@@ -56,19 +56,23 @@ public enum CustomerControl {
         // The daemon may have started receiving before the object was exported.
         await receiving.update(service)
         let (signals, relay) = AsyncStream<ControlEvent>.makeStream()
-        async let relayed: Void = relayEvents(of: service, settlement, into: relay)
+        async let relayed: Void = relayEvents(of: service, settlement, refunds, into: relay)
         try await ControlAPI.serve(
             handle, as: name, on: connection, interface: ControlAPI.customerInterface, events: signals,
             signal: \.signalArguments, logger: logger, ready: ready)
         await relayed
     }
 
-    /// The service's events, and the ledger's verdicts (`settled`, `settlementRefused`) on the copies this customer
-    /// keeps, as the business signals its own; until the service's events end.
+    /// The service's events, the ledger's verdicts (`settled`, `settlementRefused`) on the copies this customer
+    /// keeps, as the business signals its own, and the refunds learnt; until the service's events end.
     private static func relayEvents(
-        of service: CustomerService, _ settlement: OfflineSettlement?, into relay: AsyncStream<ControlEvent>.Continuation
+        of service: CustomerService, _ settlement: OfflineSettlement?, _ refunds: RefundWatch?,
+        into relay: AsyncStream<ControlEvent>.Continuation
     ) async {
         await withTaskGroup(of: Void.self) { group in
+            if let refunds {
+                group.addTask { for await refund in refunds.events { relay.yield(ControlEvent(refund: refund)) } }
+            }
             if let settlement {
                 group.addTask {
                     for await verdict in settlement.events {

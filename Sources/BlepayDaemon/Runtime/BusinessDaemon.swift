@@ -39,6 +39,8 @@ public enum BusinessDaemon {
                 requestLifetimeSeconds: context.configuration.requestLifetimeSeconds,
                 maximumTipPercent: context.configuration.maximumTipPercent),
             history: history, clock: context.clock, logger: context.logger)
+        let refunds = MerchantRefunds(
+            ledger: context.ledger, trusted: context.trustedLedgerKeys, history: history.history, logger: context.logger)
         return [
             WatchdogService(notify: notify),
             history.retention(days: context.configuration.historyRetentionDays),
@@ -46,8 +48,8 @@ public enum BusinessDaemon {
             LinkService { try await service.serveLinks() },
             ControlService {
                 try await BusinessControl.serve(
-                    service, on: context.control, name: context.configuration.busName, logger: context.logger,
-                    ready: { readiness.report("bus") })
+                    service, on: context.control, name: context.configuration.busName, refunds: refunds,
+                    logger: context.logger, ready: { readiness.report("bus") })
             },
             PaymentService(notify: notify, serve: { await service.runPayments() }, shutdown: { await service.shutdown() }),
         ]

@@ -61,6 +61,9 @@ public enum CustomerDaemon {
             accepted: StoredAcceptances(store: AcceptedPaymentStore(store: context.store), clock: context.clock,
                 logger: context.logger),
             ledgerKeys: context.trustedLedgerKeys, history: history, clock: context.clock, logger: context.logger)
+        let refunds = RefundWatch(
+            ledger: context.ledger, trusted: context.trustedLedgerKeys, deviceKey: context.identity.signingKey.publicKey,
+            history: history.history, logger: context.logger)
         return [
             WatchdogService(notify: notify),
             history.retention(days: context.configuration.historyRetentionDays),
@@ -69,11 +72,13 @@ public enum CustomerDaemon {
                 if await reachability.probe() { reached.yield() }
                 advertise()
             },
-            // Vouchers are renewed beside the probes, not in them: an obtain the ledger is slow to answer must not
-            // hold back what the advertisement says. One at a time, and one obtained is advertised at once.
-            LinkService(name: "VoucherRenewalService") {
+            // Vouchers are renewed, and refunds learnt, beside the probes, not in them: an obtain the ledger is slow to
+            // answer must not hold back what the advertisement says. One at a time, and one obtained is advertised
+            // at once.
+            LinkService(name: "LedgerContactService") {
                 for await _ in reaching {
                     if case .obtained? = await renewal?.renewIfDue() { advertise() }
+                    await refunds.poll()
                 }
             },
             // Its verdicts are signalled by the control API, as the business's are.
@@ -86,8 +91,8 @@ public enum CustomerDaemon {
             ControlService {
                 try await CustomerControl.serve(
                     service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger, reachability),
-                    vouchers: vouchers, settlement: settlement, clock: context.clock, logger: context.logger,
-                    ready: { readiness.report("bus") })
+                    vouchers: vouchers, settlement: settlement, refunds: refunds, clock: context.clock,
+                    logger: context.logger, ready: { readiness.report("bus") })
             },
             PaymentService(notify: notify, serve: { await service.run() }, shutdown: { await service.shutdown() }),
         ]
