@@ -135,7 +135,8 @@ import Testing
         // Back to the file as the schema before the history left it.
         try DatabaseQueue(path: f.path).write { db in
             try db.execute(sql: """
-                DROP TABLE history_events; DROP TABLE history_refunds; DROP TABLE history_payments; DROP TABLE history_refund_cursor;
+                DROP TABLE history_events; DROP TABLE history_refunds; DROP TABLE history_payments;
+                DROP TABLE history_refund_cursor;
                 DELETE FROM grdb_migrations WHERE identifier = '6 payment history';
                 """)
         }
