@@ -16,6 +16,8 @@ public struct HistoryPayment: Sendable, Hashable {
     public let receipt: Receipt?
     public let createdAt: Timestamp
     public let updatedAt: Timestamp
+    /// What its refunds gave back, in all.
+    public let refundedMinorUnits: UInt64
 }
 
 /// One event of a payment, as the control API named it: its kind, when it was kept, and its details (JSON).

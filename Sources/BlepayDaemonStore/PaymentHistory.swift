@@ -9,7 +9,11 @@ import GRDB
 public struct PaymentHistory: Sendable {
     private let store: DaemonStore
     private static func failure(_ why: String) -> DaemonStoreError { DaemonStoreError(.unavailable, why) }
-    private static let columns = "id, request, status, ended, total, tip, counterpart, receipt, created_at, updated_at"
+    private static let columns = """
+        id, request, status, ended, total, tip, counterpart, receipt, created_at, updated_at,
+        (SELECT sum(amount) FROM history_refunds r
+            WHERE r.merchant_id = history_payments.merchant_id AND r.payment_id = history_payments.payment_id) AS refunded
+        """
 
     public init(store: DaemonStore) { self.store = store }
 
@@ -168,6 +172,25 @@ public struct PaymentHistory: Sendable {
         }
     }
 
+    /// Ends, as `expired`, the payments still kept open whose request expired more than `grace` ms before `now`: no
+    /// machine holds them open any more, and a daemon stopped without ending them (a crash) would leave them open, and
+    /// kept, for ever. Returns how many it ended.
+    @discardableResult
+    public func endLapsed(at now: Timestamp, grace: UInt64) throws(DaemonStoreError) -> Int {
+        try store.write(failing: Self.failure) { db in
+            var ended = 0
+            for row in try Row.fetchAll(db, sql: "SELECT id, request FROM history_payments WHERE ended = 0 AND status = 'open'") {
+                let request = try PaymentRequest(encoded: Array(row["request"] as Data))
+                guard request.expiresAt.adding(milliseconds: grace) < now else { continue }
+                try db.execute(
+                    sql: "UPDATE history_payments SET status = 'expired', ended = 1, updated_at = ? WHERE id = ?",
+                    arguments: [Int64(now.millisecondsSince1970), row["id"] as Int64])
+                ended += 1
+            }
+            return ended
+        }
+    }
+
     /// Forgets the ended payments last changed before `cutoff`, with their events and refunds; never an open one.
     /// Returns how many payments it forgot.
     @discardableResult
@@ -193,7 +216,8 @@ public struct PaymentHistory: Sendable {
             totalMinorUnits: (row["total"] as Int64?).map(UInt64.init), tipMinorUnits: (row["tip"] as Int64?).map(UInt64.init),
             counterpart: row["counterpart"], receipt: try (row["receipt"] as Data?).map { try Receipt(encoded: Array($0)) },
             createdAt: Timestamp(millisecondsSince1970: UInt64(row["created_at"] as Int64)),
-            updatedAt: Timestamp(millisecondsSince1970: UInt64(row["updated_at"] as Int64)))
+            updatedAt: Timestamp(millisecondsSince1970: UInt64(row["updated_at"] as Int64)),
+            refundedMinorUnits: UInt64(row["refunded"] as Int64? ?? 0))
     }
 
     /// The receipt to keep: the new one, unless it would replace a settled one with one that is not.

@@ -145,17 +145,11 @@ struct ShowLine: OutputLine {
     }
 
     var text: String {
-        var shown = payment
-        shown.details.receipt = nil
         let events = events.map { event in
             let time = UInt64(event.label).map { Date(timeIntervalSince1970: Double($0) / 1000).formatted(.iso8601) } ?? event.label
             return "  \(time)  \(event.name)  \(event.detailsText)"
         }
-        let refunds = zip(refunds, refundReceiptChecks).map { refund, check in
-            var shown = refund
-            shown.details.receipt = nil
-            return "  refund  \(shown.text)\n    receipt: \(check)"
-        }
-        return ([shown.text] + events + refunds + ["receipt: \(receiptCheck)"]).joined(separator: "\n")
+        let refunds = zip(refunds, refundReceiptChecks).map { refund, check in "  refund  \(refund.text)\n    receipt: \(check)" }
+        return ([payment.text] + events + refunds + ["receipt: \(receiptCheck)"]).joined(separator: "\n")
     }
 }

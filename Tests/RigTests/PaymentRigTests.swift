@@ -35,6 +35,7 @@ struct PaymentRigTests {
     struct Listed: Decodable {
         let payment_id: String
         let status: String
+        let details: ControlDetails
     }
 
     /// What `blepayctl show --json` prints.
@@ -174,8 +175,9 @@ struct PaymentRigTests {
             #expect(shown.refunds.map(\.name) == [refund.name], "\(side)")
             #expect(shown.refund_receipt_checks.count == 1 && shown.refund_receipt_checks.allSatisfy { $0.hasPrefix("verified") }, "\(side)")
         }
-        let history = try run.lines("a.history.jsonl", as: Listed.self).map(\.payment_id)
-        #expect(Set(ids).isSubset(of: Set(history)), "the customer's history after its restart: \(history)")
+        let history = try run.lines("a.history.jsonl", as: Listed.self)
+        #expect(Set(ids).isSubset(of: Set(history.map(\.payment_id))), "the customer's history after its restart: \(history)")
+        #expect(history.first { $0.payment_id == ids[0] }?.details.refunded == 1_000)
         // The day's report at the ledger: one payment of 25.50 with a 1.00 tip, one refund of 10.00.
         let report = try run.json("b.report.json", as: Report.self)
         let usd = try #require(report.currencies.first { $0.currency == "USD" })

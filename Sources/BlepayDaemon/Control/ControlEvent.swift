@@ -181,12 +181,14 @@ extension ControlDetails {
         return merged
     }
 
-    /// The details as people read them: amounts with their currency first, then the rest as key=value.
+    /// The details as people read them: amounts with their currency first, then the rest as key=value, but the receipt.
     var described: [String] {
         var parts = [money(amount), money(total)].compactMap { $0.map { "\($0)" } }
         if tip != 0, let tip = money(tip) { parts.append("tip \(tip)") }
         var rest = self
         if money(amount) != nil || money(total) != nil { (rest.amount, rest.total, rest.tip, rest.currency) = (nil, nil, nil, nil) }
+        // A receipt's base64 is for programs (`--json`, `blepayctl show`), not for a person's line.
+        rest.receipt = nil
         let entries = (try? rest.dbusValue.decode([String: DBusValue].self)) ?? [:]
         for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
             switch value.unwrapped {

@@ -75,7 +75,7 @@ extension ControlAPI {
 
 extension ControlPayment {
     /// A payment as the history keeps it: the request's details, the receipt's (and, `withReceipt`, the receipt
-    /// itself, base64), what was accepted and the counterpart.
+    /// itself, base64), what was accepted, the counterpart, and what its refunds gave back (`refunded`).
     public init(_ payment: HistoryPayment, withReceipt: Bool = false) {
         paymentID = payment.request.paymentID.description
         status = payment.status
@@ -86,6 +86,7 @@ extension ControlPayment {
         }
         details.total = payment.totalMinorUnits
         details.counterpart = payment.counterpart
+        details.refunded = payment.refundedMinorUnits == 0 ? nil : payment.refundedMinorUnits
     }
 }
 
