@@ -13,17 +13,7 @@ public enum PaymentExport {
     /// A day (`YYYY-MM-DD`, its start in UTC) or milliseconds since 1970; nil for anything else.
     public static func milliseconds(_ text: String) -> UInt64? {
         if let milliseconds = UInt64(text), milliseconds <= UInt64(Int64.max) { return milliseconds }
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard text.utf8.count == 10, parts.map(\.count) == [4, 2, 2],
-            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2])
-        else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
-            calendar.dateComponents([.year, .month, .day], from: date) == DateComponents(year: year, month: month, day: day),
-            date.timeIntervalSince1970 >= 0
-        else { return nil }
-        return UInt64(date.timeIntervalSince1970) * 1000
+        return (try? LedgerOperations.day(text, in: .gmt)).map { UInt64($0.start) }
     }
 
     /// A payment's columns as they are: its time is the first of its history, the creation of an online payment and

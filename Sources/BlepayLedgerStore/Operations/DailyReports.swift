@@ -49,8 +49,8 @@ extension LedgerOperations {
             })
     }
 
-    /// The first millisecond of `date` (`YYYY-MM-DD`) in `zone`, and the first of the next day.
-    static func day(_ date: String, in zone: TimeZone) throws(APIError) -> (Int64, Int64) {
+    /// The first millisecond of `date` (`YYYY-MM-DD`, from 1970) in `zone`, and the first of the next day.
+    public static func day(_ date: String, in zone: TimeZone) throws(APIError) -> (start: Int64, end: Int64) {
         let invalid = APIError.invalid("date", "invalid-date", "date is a calendar day, YYYY-MM-DD, from 1970")
         let parts = date.split(separator: "-", omittingEmptySubsequences: false)
         guard date.utf8.count == 10, parts.count == 3, parts.map(\.count) == [4, 2, 2],
