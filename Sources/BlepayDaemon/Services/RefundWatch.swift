@@ -33,11 +33,16 @@ public struct RefundWatch: Sendable {
     @discardableResult
     public func poll() async -> Int {
         var new = 0
+        var cursor: String?
+        do {
+            cursor = try history.refundCursor()
+        } catch {
+            logger.error("the refund cursor cannot be read", metadata: ["error": "\(error)"])
+            return new
+        }
         while true {
-            let cursor: String?
             let page: RefundPage
-            do {
-                cursor = try history.refundCursor()
+            do throws(LedgerClientError) {
                 page = try await ledger.refunds(after: cursor, limit: Self.pageSize)
             } catch {
                 logger.debug("refunds not read", metadata: ["error": "\(error)"])
@@ -73,6 +78,7 @@ public struct RefundWatch: Sendable {
                 return new
             }
             if page.data.count < Self.pageSize || page.cursor == cursor { return new }
+            cursor = page.cursor
         }
     }
 
