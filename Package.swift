@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "BlepayLedgerServer", targets: ["BlepayLedgerServer"]),
         .library(name: "BlepayLedgerClient", targets: ["BlepayLedgerClient"]),
         .library(name: "BlepayDaemonStore", targets: ["BlepayDaemonStore"]),
+        .library(name: "BlepayControl", targets: ["BlepayControl"]),
+        .library(name: "BlepayDaemonConfiguration", targets: ["BlepayDaemonConfiguration"]),
         .library(name: "BlepayDaemon", targets: ["BlepayDaemon"]),
         .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
         .executable(name: "blepayd", targets: ["blepayd"]),
@@ -152,12 +154,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The daemons' parts: configuration, device keys and enrollment, the customer and business services, and
-        // their D-Bus control API.
+        // The daemons' control API as callers see it: names, methods, introspection and the values they carry. What
+        // blepayctl and apps link; no daemon machinery.
+        .target(name: "BlepayControl", dependencies: ["DBusKit", "BlepayProtocol"]),
+        // A daemon's settings file, read by the daemon and by blepayctl (the ledger keys receipts are checked with).
+        .target(
+            name: "BlepayDaemonConfiguration", dependencies: ["BlepayConfiguration", "BlepayControl", "BlepayProtocol"]),
+        // The daemons' parts: device keys and enrollment, the customer and business services, and their D-Bus
+        // control API.
         .target(
             name: "BlepayDaemon",
             dependencies: [
-                "BlepayBLE", "BlepayConfiguration", "BlepayDaemonStore", "BlepayLedgerClient", "BlueZ", "DBusKit",
+                "BlepayBLE", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration", "BlepayDaemonStore",
+                "BlepayLedgerClient", "BlueZ", "DBusKit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -166,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "blepayd",
             dependencies: [
-                "BlepayDaemon", "BlepayConfiguration", "DBusKit",
+                "BlepayDaemon", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration", "DBusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -175,7 +184,7 @@ let package = Package(
         .executableTarget(
             name: "blepayctl",
             dependencies: [
-                "BlepayDaemon", "BlepayProtocol", "DBusKit",
+                "BlepayControl", "BlepayDaemonConfiguration", "BlepayProtocol", "DBusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -233,7 +242,8 @@ let package = Package(
         .testTarget(
             name: "BlepayDaemonTests",
             dependencies: [
-                "BlepayDaemon", "BlepayDaemonStore", "BlepayConfiguration", "BlepayLedgerServer", "LedgerTestSupport",
+                "BlepayDaemon", "BlepayDaemonStore", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration",
+                "BlepayLedgerServer", "LedgerTestSupport",
                 "DBusTestSupport", "TestSupport", "BlepayPaymentsTesting", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -253,7 +263,7 @@ let package = Package(
             ],
             path: "Tests/LedgerTestSupport"
         ),
-        .testTarget(name: "RigTests", dependencies: ["BlepayDaemon"]),
+        .testTarget(name: "RigTests", dependencies: ["BlepayControl", "BlepayDaemonConfiguration"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import BlepayConfiguration
+import BlepayDaemonConfiguration
 import BlepayLedger
 import BlepayLedgerClient
 import BlepayProtocol

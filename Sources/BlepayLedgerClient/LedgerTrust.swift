@@ -17,17 +17,6 @@ public struct LedgerTrust: Sendable, Hashable {
         self.pin = pin
     }
 
-    /// A pin as written in a configuration file: 64 hex digits, or `sha256/` and the digest in base64 (as
-    /// `openssl … | openssl dgst -sha256 -binary | base64` prints it).
-    public static func pin(_ text: String) -> [UInt8]? {
-        let bytes: [UInt8]? = if text.hasPrefix("sha256/") {
-            Data(base64Encoded: String(text.dropFirst("sha256/".count))).map { [UInt8]($0) }
-        } else {
-            Hex.decode(text, limit: 32)
-        }
-        return bytes?.count == 32 ? bytes : nil
-    }
-
     /// The pin of `certificate`'s public key.
     public static func pin(of certificate: NIOSSLCertificate) throws -> [UInt8] {
         Array(SHA256.hash(data: try certificate.extractPublicKey().toSPKIBytes()))

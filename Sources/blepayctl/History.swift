@@ -1,5 +1,6 @@
 import ArgumentParser
-import BlepayDaemon
+import BlepayControl
+import BlepayDaemonConfiguration
 import BlepayProtocol
 import DBusKit
 import Foundation

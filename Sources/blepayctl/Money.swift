@@ -1,5 +1,5 @@
 import ArgumentParser
-import BlepayDaemon
+import BlepayControl
 import DBusKit
 import Foundation
 

@@ -1,4 +1,5 @@
-import BlepayDaemon
+import BlepayControl
+import BlepayDaemonConfiguration
 import BlepayProtocol
 import DBusKit
 import Foundation

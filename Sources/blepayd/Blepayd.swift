@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlepayConfiguration
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import DBusKit
 import Foundation
 import Logging

@@ -1,5 +1,6 @@
 import BlepayConfiguration
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayLedger
 import BlepayLedgerClient
 import BlepayLedgerServer
@@ -8,8 +9,8 @@ import BlepayPaymentsTesting
 import BlepayProtocol
 import Foundation
 import LedgerTestSupport
-import TestSupport
 import Testing
+import TestSupport
 
 /// The business's merchant certificate renewed through a real ledger (HTTP, SQLite): `CertificateRenewal` as the
 /// business daemon builds it, over the state directory `DeviceIdentity` keeps, with the running service's

@@ -1,5 +1,6 @@
 import BlepayConfiguration
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayLedgerClient
 import BlepayProtocol
 import Foundation
@@ -51,6 +52,9 @@ import Testing
         #expect(configuration.busName == "org.blepay.Business.lane_2")
         #expect(configuration.historyRetentionDays == 30 && DaemonConfiguration(role: .business).historyRetentionDays == 400)
         #expect(DaemonConfiguration(role: .customer).busName == "org.blepay.Customer")
+        // A pin in hex reads as the same bytes as in base64; a digest of the wrong length is no pin.
+        #expect(DaemonConfiguration.certificatePin(String(repeating: "07", count: 32)) == Array(repeating: 7, count: 32))
+        #expect(DaemonConfiguration.certificatePin("sha256/AAAA") == nil)
     }
 
     @Test func theCustomerSetsHowItsIdentityAndAddressChange() throws {

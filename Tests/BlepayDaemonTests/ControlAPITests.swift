@@ -1,9 +1,11 @@
+import BlepayControl
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayPayments
 import BlepayPaymentsTesting
 import BlepayProtocol
-import DBusTestSupport
 import DBusKit
+import DBusTestSupport
 import Testing
 
 /// The control API on a real (private) dbus-daemon: the reference SDK's calls and events end to end between the

@@ -1,11 +1,13 @@
-@testable import BlepayDaemon
+import BlepayControl
+import BlepayDaemonConfiguration
 import BlepayPayments
 import BlepayProtocol
 import DBusKit
 import DBusTestSupport
 import Foundation
-import TestSupport
 import Testing
+import TestSupport
+@testable import BlepayDaemon
 
 /// The control API's one contract, `ControlEvent`: every event either daemon can emit goes out as a `PaymentEvent`
 /// signal on a real bus and comes back, through `blepayctl watch --json` as operators, `make demo` and the rig read

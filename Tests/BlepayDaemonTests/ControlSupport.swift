@@ -1,4 +1,6 @@
+import BlepayControl
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayPayments

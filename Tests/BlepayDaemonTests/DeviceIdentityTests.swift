@@ -1,5 +1,6 @@
 import BlepayConfiguration
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayLedger
 import BlepayLedgerClient
 import BlepayLedgerServer

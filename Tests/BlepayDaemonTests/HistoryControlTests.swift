@@ -1,11 +1,13 @@
+import BlepayControl
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayProtocol
 import DBusKit
 import Foundation
 import GRDB
-import TestSupport
 import Testing
+import TestSupport
 
 /// The payment history through the control API and `blepayctl`, on a private dbus-daemon: a payment made, both
 /// daemons restarted over their state files, and the payment still listed and shown, its receipt verified.

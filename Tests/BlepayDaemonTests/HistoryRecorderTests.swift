@@ -1,10 +1,12 @@
-@testable import BlepayDaemon
+import BlepayControl
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol
 import Foundation
 import GRDB
 import Testing
+@testable import BlepayDaemon
 
 /// What the daemons write to their history for each event, what they log, and what retention forgets.
 @Suite struct HistoryRecorderTests {

@@ -1,3 +1,4 @@
+import BlepayControl
 import BlepayDaemon
 import BlepayDaemonStore
 import BlepayLedger
@@ -8,8 +9,8 @@ import DBusKit
 import DBusTestSupport
 import Foundation
 import LedgerTestSupport
-import TestSupport
 import Testing
+import TestSupport
 
 /// Refunds as the daemons see them, against a real ledger: the business refunds and gets a ledger-signed receipt it
 /// keeps; the customer learns of it at its next contact with the ledger, once, across restarts.

@@ -1,3 +1,4 @@
+import BlepayControl
 import BlepayDaemon
 import BlepayDaemonStore
 import BlepayLedger
@@ -9,8 +10,8 @@ import DBusKit
 import DBusTestSupport
 import Foundation
 import LedgerTestSupport
-import TestSupport
 import Testing
+import TestSupport
 
 /// Offline, end to end: the business's and the customer's services with their real state files, joined by the
 /// in-memory network, against a real ledger (HTTP, SQLite). A payment made while it is down rides on the customer's

@@ -1,9 +1,10 @@
+import BlepayControl
 import BlepayDaemon
 import DBusKit
 import DBusTestSupport
 import Foundation
-import TestSupport
 import Testing
+import TestSupport
 
 /// `dbus/org.blepay.conf` on a bus with the system bus's default policy: root may own the daemons' names and call
 /// them; an ordinary user may do neither; a member of the blepay group may call them. Each holds for the plain names

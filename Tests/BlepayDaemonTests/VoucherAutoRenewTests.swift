@@ -1,4 +1,5 @@
 import BlepayDaemon
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayLedger
 import BlepayLedgerClient

@@ -1,11 +1,12 @@
+import BlepayControl
 import BlepayDaemon
 import BlepayLedger
 import BlepayLedgerClient
 import BlepayProtocol
 import Foundation
 import LedgerTestSupport
-import TestSupport
 import Testing
+import TestSupport
 
 /// The customer's vouchers through `blepayctl voucher …` and the control API, against a real ledger (HTTP, SQLite):
 /// obtained into escrow and kept in the daemon's state file, listed, and voided here first and then at the ledger.

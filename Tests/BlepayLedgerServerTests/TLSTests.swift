@@ -63,11 +63,6 @@ import Testing
             #expect(await ledgerKey(ledger, LedgerTrust(caFile: authority.caFile, pin: sibling.pin)) == "ledger.tls-failed")
             let key = await ledgerKey(ledger, LedgerTrust(caFile: authority.caFile, pin: certificate.pin))
             #expect(key == ledger.server.ledgerKey.publicKey.bytes.hex)
-            // As a configuration file writes it.
-            let base64 = try #require(LedgerTrust.pin("sha256/" + Data(certificate.pin).base64EncodedString()))
-            #expect(await ledgerKey(ledger, LedgerTrust(caFile: authority.caFile, pin: base64)) == key)
-            #expect(LedgerTrust.pin(certificate.pin.hex) == certificate.pin)
-            #expect(LedgerTrust.pin("sha256/AAAA") == nil)
         }
     }
 

@@ -1,4 +1,4 @@
-import BlepayDaemon
+import BlepayControl
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import BlepayControl
 import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol

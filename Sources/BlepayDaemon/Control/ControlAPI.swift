@@ -1,35 +1,14 @@
-import BlepayLedger
 import BlepayPayments
+import BlepayControl
 import BlepayProtocol
 import DBusKit
 import Foundation
 import Logging
 import ServiceLifecycle
 
-/// The daemons' control API on the system bus (`docs/control-api.md`): names, paths, and how payments, events and
-/// errors are spelled in D-Bus values. Interfaces are versioned like BlueZ's: a breaking change is a new `…2`.
-public enum ControlAPI {
-    public static let customerBusName = "org.blepay.Customer"
-    public static let businessBusName = "org.blepay.Business"
-    public static let customerInterface = "org.blepay.Customer1"
-    public static let businessInterface = "org.blepay.Business1"
-    public static let customerPath: DBusObjectPath = "/org/blepay/Customer"
-    public static let businessPath: DBusObjectPath = "/org/blepay/Business"
-    /// A daemon's well-known name: `org.blepay.Customer`, or `org.blepay.Customer.<instance>` when several
-    /// customer daemons share a host (likewise for businesses).
-    public static func busName(_ role: DaemonConfiguration.Role, instance: String? = nil) -> String {
-        let base = role == .customer ? customerBusName : businessBusName
-        return instance.map { "\(base).\($0)" } ?? base
-    }
-
-    /// Where a daemon of `role` answers: its bus name, object path and interface.
-    public static func address(_ role: DaemonConfiguration.Role, instance: String? = nil)
-        -> (name: String, path: DBusObjectPath, interface: String)
-    {
-        let name = busName(role, instance: instance)
-        return role == .customer ? (name, customerPath, customerInterface) : (name, businessPath, businessInterface)
-    }
-
+/// How the daemons serve the control API (`BlepayControl` spells it): owning the name, relaying events, and
+/// turning payment errors and bad arguments into D-Bus refusals.
+extension ControlAPI {
     /// Owns `name` for the exported object, calls `ready`, and relays each event as a `PaymentEvent` signal on
     /// `interface` until the events end or the calling task is cancelled; then, once the control API's graceful
     /// shutdown comes (or the task is cancelled), releases the name and unexports.
@@ -58,14 +37,7 @@ public enum ControlAPI {
         await handle.unexport()
     }
 
-    /// `PaymentEvent(s kind, s payment_id, a{sv} details)`: `ControlEvent`.
-    public static let eventSignal = "PaymentEvent"
-    public static let eventSignature: DBusSignature = "ssa{sv}"
-    static let eventArgumentNames = ["kind", "payment_id", "details"]
-    static let errorPrefix = "org.blepay.Error."
-
-    /// A refusal as the caller sees it: `org.blepay.Error.<Code>` (`InsufficientFunds`, `NotFound`, …) and the
-    /// stable code name first in the message.
+    /// A refusal as the caller sees it: `org.blepay.Error.<Code>` and the stable code name first in the message.
     static func error(_ error: PaymentError) -> DBusError {
         let name = error.code.name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
         return .reply(name: errorPrefix + name, error.description)

@@ -1,18 +1,13 @@
+import BlepayControl
 import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol
 import DBusKit
 import Foundation
 
-/// `ListHistory` and `GetPayment`: the payments kept in the daemon's state file, across restarts, with their events
-/// and refunds; and the history as `PaymentStatus` and `ListPayments` fall back to it.
+/// `ListHistory` and `GetPayment` answered from the daemon's state file; and the history as `PaymentStatus` and
+/// `ListPayments` fall back to it.
 extension ControlAPI {
-    static let historyMethods: [String: Method] = [
-        "ListHistory": Method([("filter", "a{sv}")], [("payments", "a(ssa{sv})"), ("next_cursor", "s")]),
-        "GetPayment": Method(
-            [("payment_id", "s")], [("payment", "(ssa{sv})"), ("events", "a(ssa{sv})"), ("refunds", "a(ssa{sv})")]),
-    ]
-
     static func historyHandlers(_ history: PaymentHistory?) -> [String: DBusMethod.Handler] {
         [
             "ListHistory": { call in
@@ -77,9 +72,7 @@ extension ControlPayment {
     /// A payment as the history keeps it: the request's details, the receipt's (and, `withReceipt`, the receipt
     /// itself, base64), what was accepted, the counterpart, and what its refunds gave back (`refunded`).
     public init(_ payment: HistoryPayment, withReceipt: Bool = false) {
-        paymentID = payment.request.paymentID.description
-        status = payment.status
-        details = ControlDetails(payment.request)
+        var details = ControlDetails(payment.request)
         if let receipt = payment.receipt {
             details.add(receipt)
             if withReceipt { details.receipt = Data(receipt.encoded).base64EncodedString() }
@@ -87,24 +80,8 @@ extension ControlPayment {
         details.total = payment.totalMinorUnits
         details.counterpart = payment.counterpart
         details.refunded = payment.refundedMinorUnits == 0 ? nil : payment.refundedMinorUnits
+        self.init(paymentID: payment.request.paymentID.description, status: payment.status, details: details)
     }
-}
-
-/// An event or a refund of a payment as `GetPayment` gives it, `(s name, s label, a{sv} details)`: an event's kind
-/// and time (ms since 1970, in decimal), or a refund's id and `refunded`.
-public struct ControlEntry: Sendable, Hashable, Codable {
-    public var name: String
-    public var label: String
-    public var details: ControlDetails
-
-    public init(dbus value: DBusValue) throws(DBusError) {
-        (name, label, details) = try ControlRecord.read(value, "a payment's event or refund")
-    }
-
-    public var text: String { ControlRecord.text(name, label, details) }
-
-    /// The details alone, as `text` writes them.
-    public var detailsText: String { details.described.joined(separator: "  ") }
 }
 
 extension HistoryRefund {

@@ -1,3 +1,4 @@
+import BlepayControl
 import BlepayPayments
 import BlepayProtocol
 import DBusKit

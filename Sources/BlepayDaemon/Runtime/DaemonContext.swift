@@ -1,3 +1,4 @@
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayProtocol

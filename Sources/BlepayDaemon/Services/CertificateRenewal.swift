@@ -1,3 +1,4 @@
+import BlepayDaemonConfiguration
 import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol

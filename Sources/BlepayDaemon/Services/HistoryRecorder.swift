@@ -1,3 +1,5 @@
+import BlepayControl
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol

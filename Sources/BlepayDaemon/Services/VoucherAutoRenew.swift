@@ -1,3 +1,4 @@
+import BlepayDaemonConfiguration
 import BlepayDaemonStore
 import BlepayPayments
 import BlepayProtocol

@@ -1,6 +1,5 @@
 import BlepayConfiguration
-import BlepayLedger
-import BlepayLedgerClient
+import BlepayControl
 import BlepayProtocol
 import Foundation
 
@@ -8,9 +7,7 @@ import Foundation
 /// key). A key the file leaves out takes its default, except the ledger's public key, which every daemon needs; a
 /// key of the other role's file is unknown here.
 public struct DaemonConfiguration: Sendable, Hashable {
-    public enum Role: String, Sendable, Hashable, CaseIterable {
-        case customer, business
-    }
+    public typealias Role = DaemonRole
 
     public let role: Role
     /// The Bluetooth adapter (`hci0`, …).
@@ -95,9 +92,6 @@ public struct DaemonConfiguration: Sendable, Hashable {
         deviceName = "blepay \(role.rawValue)"
     }
 
-    /// Which certificates the ledger may present.
-    public var ledgerTrust: LedgerTrust { LedgerTrust(caFile: ledgerCAFile.map(resolve), pin: ledgerCertificatePin) }
-
     /// A path from the file, relative paths resolved in the state directory.
     public func resolve(_ path: String) -> String {
         path.hasPrefix("/") ? path : (stateDirectory as NSString).appendingPathComponent(path)
@@ -146,7 +140,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             var pin = ""
             try section.string("certificate_pin", into: &pin)
             if !pin.isEmpty {
-                guard let bytes = LedgerTrust.pin(pin) else {
+                guard let bytes = Self.certificatePin(pin) else {
                     throw section.error("certificate_pin",
                         "is the SHA-256 of the ledger certificate's public key: 64 hex digits or sha256/<base64>")
                 }
@@ -219,6 +213,17 @@ public struct DaemonConfiguration: Sendable, Hashable {
             throw ConfigurationError(file: table.file, key: "ledger.public_key", reason: "is required")
         }
         return configuration
+    }
+
+    /// A certificate pin as written in the file: 64 hex digits, or `sha256/` and the digest in base64 (as
+    /// `openssl … | openssl dgst -sha256 -binary | base64` prints it).
+    public static func certificatePin(_ text: String) -> [UInt8]? {
+        let bytes: [UInt8]? = if text.hasPrefix("sha256/") {
+            Data(base64Encoded: String(text.dropFirst("sha256/".count))).map { [UInt8]($0) }
+        } else {
+            Hex.decode(text, limit: 32)
+        }
+        return bytes?.count == 32 ? bytes : nil
     }
 
     private static func readVouchers(_ section: inout TableReader, into vouchers: inout Vouchers)

@@ -1,5 +1,3 @@
-import BlepayDaemonStore
-import BlepayProtocol
 import DBusKit
 
 /// A pre-authorization voucher as `ObtainVoucher` and `ListVouchers` give it, and `blepayctl vouchers --json`
@@ -15,22 +13,10 @@ public struct ControlVoucher: Sendable, Hashable, Codable {
         case status, details
     }
 
-    public init(_ stored: StoredVoucher, at now: Timestamp) {
-        let voucher = stored.voucher
-        voucherID = voucher.voucherID.description
-        status = if stored.voidedAt != nil { "voided" }
-            else if now >= voucher.expiresAt { "expired" }
-            else if stored.remainingMinorUnits == 0 { "used-up" }
-            else { "usable" }
-        details = ControlDetails()
-        details.amount = voucher.limit.minorUnits
-        details.currency = voucher.limit.currency.code
-        details.instrumentID = voucher.instrumentID
-        details.spent = stored.spentMinorUnits
-        details.uses = stored.uses
-        details.issuedAt = voucher.issuedAt.millisecondsSince1970
-        details.expiresAt = voucher.expiresAt.millisecondsSince1970
-        details.voidedAt = stored.voidedAt?.millisecondsSince1970
+    public init(voucherID: String, status: String, details: ControlDetails) {
+        self.voucherID = voucherID
+        self.status = status
+        self.details = details
     }
 
     public static let signature = ControlRecord.signature

@@ -1,4 +1,3 @@
-import BlepayPayments
 import BlepayProtocol
 import DBusKit
 
@@ -49,12 +48,12 @@ public struct ControlDetails: Sendable, Hashable {
     public init() {}
 
     /// Every key, its D-Bus type, and where it lives: the one place the contract spells them.
-    enum Field: CaseIterable {
+    package enum Field: CaseIterable {
         case peer, amount, currency, tip, total, reference, merchantID, merchantName, expiresAt, by, code, codeNumber
         case detail, transactionID, receiptStatus, instrumentID, spent, uses, issuedAt, voidedAt, voucherID, queuedAt
         case endedAt, refundID, refunded, reason, receipt, counterpart
 
-        var key: String {
+        package var key: String {
             switch self {
             case .peer: "peer"
             case .amount: "amount"
@@ -87,13 +86,13 @@ public struct ControlDetails: Sendable, Hashable {
             }
         }
 
-        enum Value {
+        package enum Value {
             case number(WritableKeyPath<ControlDetails, UInt64?>)
             case smallNumber(WritableKeyPath<ControlDetails, UInt32?>)
             case text(WritableKeyPath<ControlDetails, String?>)
         }
 
-        var value: Value {
+        package var value: Value {
             switch self {
             case .peer: .number(\.peer)
             case .amount: .number(\.amount)
@@ -154,33 +153,8 @@ public struct ControlDetails: Sendable, Hashable {
         }
     }
 
-    // MARK: From the payment model
-
-    init(_ request: PaymentRequest) {
-        amount = request.amount.minorUnits
-        currency = request.amount.currency.code
-        reference = request.reference
-        merchantID = request.merchantID
-        merchantName = request.merchantName
-        expiresAt = request.expiresAt.millisecondsSince1970
-    }
-
-    mutating func add(_ receipt: Receipt) {
-        amount = receipt.amount.minorUnits
-        currency = receipt.amount.currency.code
-        tip = receipt.tipMinorUnits
-        receiptStatus = "\(receipt.status)"
-        transactionID = receipt.transactionID
-    }
-
-    mutating func add(_ error: PaymentError) {
-        code = error.code.name
-        codeNumber = UInt32(error.code.rawValue)
-        detail = error.detail
-    }
-
     /// An amount of this currency as people read it (`25.50 USD`, `2550 JPY`), if both are known.
-    func money(_ minorUnits: UInt64?) -> Money? {
+    package func money(_ minorUnits: UInt64?) -> Money? {
         guard let minorUnits, let code = currency, let currency = try? Currency(code) else { return nil }
         return try? Money(minorUnits: minorUnits, currency: currency)
     }

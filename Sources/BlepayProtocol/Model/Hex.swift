@@ -1,4 +1,4 @@
-/// Reading the hex the API carries MACs in (writing it is `BlepayProtocol`'s `hex`).
+/// Reading hex: keys in settings files, MACs in the ledger API (writing it is `hex` on byte arrays).
 public enum Hex {
     /// Nil unless `text` is an even number of hex digits, at most `limit` bytes' worth.
     public static func decode(_ text: String, limit: Int) -> [UInt8]? {

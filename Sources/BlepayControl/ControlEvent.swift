@@ -1,5 +1,3 @@
-import BlepayPayments
-import BlepayProtocol
 import DBusKit
 
 /// One `PaymentEvent(s kind, s payment_id, a{sv} details)` signal, typed: what the daemons emit, what `blepayctl
@@ -55,71 +53,6 @@ public struct ControlEvent: Sendable, Hashable, Codable {
 
     /// One line as people read it: kind, payment id, then the details.
     public var text: String { ([kind.rawValue, paymentID.isEmpty ? "-" : paymentID] + details.described).joined(separator: "  ") }
-
-    // MARK: From the payment model
-
-    public init(_ event: CustomerEvent) {
-        var details = ControlDetails()
-        details.peer = event.peer.rawValue
-        switch event {
-        case .receivedPayment(_, let request):
-            self.init(kind: .receivedPayment, paymentID: request.paymentID.description, details: details.merging(request))
-            return
-        case .finishedPayment(_, let receipt):
-            details.add(receipt)
-            self.init(kind: .finishedPayment, paymentID: receipt.paymentID.description, details: details)
-        case .cancelled(_, let payment, let side):
-            details.by = side == .customer ? "customer" : "business"
-            self.init(kind: .cancelled, paymentID: payment.description, details: details)
-        case .error(_, let payment, let error):
-            details.add(error)
-            self.init(kind: .error, paymentID: payment?.description ?? "", details: details)
-        case .otherPaid(_, let payment):
-            self.init(kind: .otherPaid, paymentID: payment.description, details: details)
-        case .disconnected:
-            self.init(kind: .disconnected, paymentID: "", details: details)
-        case .outcomeFound(_, let payment, let outcome):
-            switch outcome {
-            case .success(let receipt): details.add(receipt)
-            case .failure(let error): details.add(error)
-            }
-            self.init(kind: .outcomeFound, paymentID: payment.description, details: details)
-        }
-    }
-
-    public init(_ event: BusinessEvent) {
-        var details = ControlDetails()
-        let (kind, id): (Kind, PaymentID)
-        switch event {
-        case .offered(let payment, let peer): (kind, id, details.peer) = (.offered, payment, peer.rawValue)
-        case .declined(let payment, let peer): (kind, id, details.peer) = (.declined, payment, peer.rawValue)
-        case .customerRefused(let payment, let peer, let error):
-            (kind, id, details.peer) = (.customerRefused, payment, peer.rawValue)
-            details.add(error)
-        case .accepted(let payment, let peer, let total):
-            (kind, id, details.peer) = (.accepted, payment, peer.rawValue)
-            (details.total, details.currency) = (total.minorUnits, total.currency.code)
-        case .acceptanceRefused(let payment, let peer, let error):
-            (kind, id, details.peer) = (.acceptanceRefused, payment, peer.rawValue)
-            details.add(error)
-        case .outcomePending(let payment): (kind, id) = (.outcomePending, payment)
-        case .finished(let payment, let peer, let receipt):
-            (kind, id, details.peer) = (.finished, payment, peer.rawValue)
-            details.add(receipt)
-        case .failed(let payment, let peer, let error):
-            (kind, id, details.peer) = (.failed, payment, peer.rawValue)
-            details.add(error)
-        case .cancelled(let payment): (kind, id) = (.cancelled, payment)
-        case .expired(let payment): (kind, id) = (.expired, payment)
-        case .settled(let payment, let receipt):
-            (kind, id) = (.settled, payment)
-            if let receipt { details.add(receipt) }
-        case .settlementRefused(let payment, let error):
-            (kind, id) = (.settlementRefused, payment)
-            details.add(error)
-        }
-        self.init(kind: kind, paymentID: id.description, details: details)
-    }
 }
 
 /// A payment as `PaymentStatus` and `ListPayments` give it: `(s payment_id, s status, a{sv} details)`.
@@ -134,13 +67,10 @@ public struct ControlPayment: Sendable, Hashable, Codable {
         case status, details
     }
 
-    public init(_ snapshot: PaymentSnapshot) {
-        paymentID = snapshot.request.paymentID.description
-        status = snapshot.status.name
-        details = ControlDetails(snapshot.request)
-        if let receipt = snapshot.receipt { details.add(receipt) }
-        if case .failed(let code) = snapshot.status { details.add(PaymentError(code)) }
-        details.peer = snapshot.peer?.rawValue
+    public init(paymentID: String, status: String, details: ControlDetails) {
+        self.paymentID = paymentID
+        self.status = status
+        self.details = details
     }
 
     public static let signature = ControlRecord.signature
@@ -155,34 +85,28 @@ public struct ControlPayment: Sendable, Hashable, Codable {
 }
 
 /// `(s id, s status, a{sv} details)`: how payments and vouchers are given.
-enum ControlRecord {
-    static let signature: DBusSignature = "(ssa{sv})"
+package enum ControlRecord {
+    package static let signature: DBusSignature = "(ssa{sv})"
 
-    static func value(_ id: String, _ status: String, _ details: ControlDetails) -> DBusValue {
+    package static func value(_ id: String, _ status: String, _ details: ControlDetails) -> DBusValue {
         .structure([.string(id), .string(status), details.dbusValue])
     }
 
-    static func read(_ value: DBusValue, _ what: String) throws(DBusError) -> (String, String, ControlDetails) {
+    package static func read(_ value: DBusValue, _ what: String) throws(DBusError) -> (String, String, ControlDetails) {
         guard case .structure(let fields) = value.unwrapped, fields.count == 3 else {
             throw DBusError(.typeMismatch, "\(what) is \(signature)")
         }
         return (try fields[0].decode(String.self), try fields[1].decode(String.self), try ControlDetails(dbus: fields[2]))
     }
 
-    static func text(_ id: String, _ status: String, _ details: ControlDetails) -> String {
+    package static func text(_ id: String, _ status: String, _ details: ControlDetails) -> String {
         ([id, status] + details.described).joined(separator: "  ")
     }
 }
 
 extension ControlDetails {
-    func merging(_ request: PaymentRequest) -> ControlDetails {
-        var merged = ControlDetails(request)
-        merged.peer = peer
-        return merged
-    }
-
     /// The details as people read them: amounts with their currency first, then the rest as key=value, but the receipt.
-    var described: [String] {
+    package var described: [String] {
         var parts = [money(amount), money(total)].compactMap { $0.map { "\($0)" } }
         if tip != 0, let tip = money(tip) { parts.append("tip \(tip)") }
         var rest = self

@@ -1,4 +1,3 @@
-import BlepayLedger
 import BlepayProtocol
 import DBusKit
 
@@ -17,6 +16,13 @@ public struct ControlReport: Sendable, Hashable, Codable {
         /// gross + tips − refunds: negative when the day refunded more than it took.
         public var net: Int64
 
+        public init(
+            currency: String, count: UInt32, gross: UInt64, tips: UInt64, refundCount: UInt32, refunds: UInt64, net: Int64
+        ) {
+            (self.currency, self.count, self.gross, self.tips) = (currency, count, gross, tips)
+            (self.refundCount, self.refunds, self.net) = (refundCount, refunds, net)
+        }
+
         enum CodingKeys: String, CodingKey {
             case currency, count, gross, tips, refunds, net
             case refundCount = "refund_count"
@@ -34,16 +40,8 @@ public struct ControlReport: Sendable, Hashable, Codable {
         case timeZone = "time_zone"
     }
 
-    public init(_ report: DailyReport) {
-        merchantID = report.merchantId
-        date = report.date
-        timeZone = report.timeZone
-        currencies = report.currencies.map {
-            Totals(
-                currency: $0.currency, count: UInt32(clamping: $0.count), gross: UInt64(clamping: $0.gross),
-                tips: UInt64(clamping: $0.tips), refundCount: UInt32(clamping: $0.refundCount),
-                refunds: UInt64(clamping: $0.refunds), net: $0.net)
-        }
+    public init(merchantID: String, date: String, timeZone: String, currencies: [Totals]) {
+        (self.merchantID, self.date, self.timeZone, self.currencies) = (merchantID, date, timeZone, currencies)
     }
 
     static let totalsSignature: DBusSignature = "(suttutx)"
