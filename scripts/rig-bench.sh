@@ -3,15 +3,16 @@
 # --controllers N): the ledger, a business on hci0 and CUSTOMERS customers (instances c1..cN on hci1..hciN).
 #   discovery: c1 restarts while a request is open; from its start to the request shown (BlueZ registration,
 #     advertising, discovery, connection, handshake and the request's delivery);
-#   PAYMENTS payments with c1 on its open connection: request -> receivedPayment (from the moment blepayctl is
-#     started) and accept -> finishedPayment, half with blepayctl (its own start included), half with one
-#     AcceptPayment call on the bus, as an app makes it;
-#   broadcast: c2..cN join; one request shown to all of them, c1 accepts, every other one gets otherPaid;
+#   PAYMENTS payments with c1 on its open connection, made by the bench's own client (scripts/bench-client.py), which
+#     stays on the bus as an app does: SendPaymentRequest call -> receivedPayment, AcceptPayment call ->
+#     finishedPayment; and, on its own, blepayctl's start (`blepayctl --help`, 20 times);
+#   broadcast: c2..cN join; one request (one SendPaymentRequest call) shown to all of them, c1 accepts, every other
+#     one gets otherPaid;
 #   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run;
-#   both offline: the ledger stops; OFFLINE payments with c1 under its voucher: accept -> finishedPayment, pending
-#     settlement (the business checks and keeps each before it answers), halved as above.
+#   both offline: the ledger stops; OFFLINE payments with c1 under its voucher, by the same client: accept ->
+#     finishedPayment, pending settlement (the business checks and keeps each before it answers).
 # Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS] [CUSTOMERS]
-# [OFFLINE]
+# [OFFLINE]; the client's D-Bus library (jeepney) is in $BLEPAY_RIG_OUT/python.
 set -euo pipefail
 payments=${2:-50}
 count=${3:-5}
@@ -71,21 +72,12 @@ PY
 }
 since() { python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$1" "$2"; }
 record() { echo "$1 $2" >> "$out/bench.samples"; }
-# accept N ID AMOUNT KIND: c1 accepts payment ID (AMOUNT USD minor units) and the time to its finishedPayment is
-# recorded as KIND. Even-numbered payments are accepted with blepayctl, whose own start (a Swift binary under
-# emulation) and look-ups are in the figure; odd ones as an app does, with one AcceptPayment call on the bus
-# (dbus-send starts in milliseconds), recorded as KIND_call.
-accept() {
-  local started kind=$4
-  started=$(now)
-  if (($1 % 2)); then
-    kind+=_call
-    dbus-send --system --print-reply --dest=org.blepay.Customer.c1 /org/blepay/Customer org.blepay.Customer1.AcceptPayment \
-      "string:$2" "uint64:$3" uint64:0 string:USD "string:$card" boolean:false > /dev/null
-  else
-    blepayctl accept "$2" --instance c1 > /dev/null
-  fi
-  record "$kind" "$(since "$(when c1 finishedPayment "$2")" "$started")"
+# The bench's client: PAYMENTS payments with c1, samples named PREFIXshown and PREFIXfinished_call.
+client() { PYTHONPATH="$out/python" python3 "$(dirname "$0")/bench-client.py" "$1" c1 "$card" "$out/bench.samples" "${2:-}"; }
+# request: one SendPaymentRequest call as an app makes it (dbus-send starts in milliseconds); prints the payment id.
+request() {
+  dbus-send --system --print-reply --dest=org.blepay.Business /org/blepay/Business \
+    org.blepay.Business1.SendPaymentRequest "uint64:$1" string:USD "string:$2" | awk -F'"' '/string/ { print $2 }'
 }
 
 # Discovery: a request is open when c1 starts again.
@@ -95,12 +87,11 @@ customer c1
 record discovery "$(since "$(when c1 receivedPayment "$id")" "$started")"
 blepayctl cancel "$id" > /dev/null
 
-for ((i = 0; i < payments; i++)); do
-  asked=$(now)
-  id=$(blepayctl request 1.00 USD --reference "bench-$i")
-  record shown "$(since "$(when c1 receivedPayment "$id")" "$asked")"
-  accept "$i" "$id" 100 finished
-  when business finished "$id" > /dev/null
+client "$payments"
+for ((i = 0; i < 20; i++)); do
+  started=$(now)
+  blepayctl --help > /dev/null
+  record ctl_start "$(since "$(now)" "$started")"
 done
 
 for name in "${customers[@]:1}"; do
@@ -108,7 +99,7 @@ for name in "${customers[@]:1}"; do
   fund_card --instance "$name"
 done
 asked=$(now)
-id=$(blepayctl request 2.00 USD --reference broadcast)
+id=$(request 200 broadcast)
 last=0
 for name in "${customers[@]}"; do
   t=$(when "$name" receivedPayment "$id")
@@ -116,7 +107,8 @@ for name in "${customers[@]}"; do
 done
 record broadcast_shown "$(since "$last" "$asked")"
 accepted=$(now)
-blepayctl accept "$id" --instance c1 > /dev/null
+dbus-send --system --print-reply --dest=org.blepay.Customer.c1 /org/blepay/Customer org.blepay.Customer1.AcceptPayment \
+  "string:$id" uint64:200 uint64:0 string:USD "string:$card" boolean:false > /dev/null
 if ((count > 1)); then
   last=0
   for name in "${customers[@]:1}"; do
@@ -144,12 +136,7 @@ if ((offline > 0)); then
   stop ledger
   await "blepayctl settlement --json | grep -q '\"ledger_reachable\":false'" 60 || fail "the business never found the ledger gone"
   await "grep -q 'the ledger is unreachable' '$out/$host.c1.log'" 60 || fail "c1 never found the ledger gone"
-  for ((i = 0; i < offline; i++)); do
-    id=$(blepayctl request 1.00 USD --reference "offline-$i")
-    when c1 receivedPayment "$id" > /dev/null
-    accept "$i" "$id" 100 offline_finished
-    when business finished "$id" > /dev/null
-  done
+  client "$offline" offline_
   pending=$(grep -c '"receipt_status":"pendingSettlement"' "$out/c1.events.jsonl" || true)
   ((pending >= offline)) || fail "c1 heard $pending of $offline offline payments finished pending settlement"
 fi
@@ -167,12 +154,10 @@ def pct(values, p):
 result = {
     "discovery_to_first_request_s": samples["discovery"][0],
     "payments": len(samples.get("shown", [])),
-    "request_to_received_ms": {"p50": pct(samples["shown"], 50) * 1000, "p95": pct(samples["shown"], 95) * 1000} if "shown" in samples else None,
     **{key: {"count": len(samples[kind]), "p50": pct(samples[kind], 50) * 1000, "p95": pct(samples[kind], 95) * 1000}
        if kind in samples else None
-       for key, kind in (("accept_to_finished_ms", "finished"), ("call_to_finished_ms", "finished_call"),
-                         ("offline_accept_to_pending_ms", "offline_finished"),
-                         ("offline_call_to_pending_ms", "offline_finished_call"))},
+       for key, kind in (("request_to_received_ms", "shown"), ("call_to_finished_ms", "finished_call"), ("offline_request_to_received_ms", "offline_shown"),
+                         ("offline_call_to_pending_ms", "offline_finished_call"), ("blepayctl_start_ms", "ctl_start"))},
     # With one customer there is nobody to hear otherPaid.
     "broadcast": {"customers": len(samples.get("other_paid", [])) + 1, "other_paid": len(samples.get("other_paid", [])),
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
