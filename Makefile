@@ -1,6 +1,10 @@
 # blepay build, test and benchmark entry points. `make test` is the one command CI runs.
 SWIFT ?= swift
 BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
+# What ships: optimized, the Swift runtime and Foundation linked in (no toolchain on the target, no dynamic
+# relocation of the runtime at each start), unused code stripped by the linker.
+RELEASE = -c release --static-swift-stdlib
+RELEASE_BIN_PATH = $(shell $(SWIFT) build $(RELEASE) --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200
 LEDGER_BENCH_PAYMENTS ?= 8000
@@ -74,19 +78,19 @@ fuzz:
 bench: deps
 	bash scripts/bench-swift.sh
 	bash scripts/bench-ledger.sh $(LEDGER_BENCH_PAYMENTS) 32 $(LEDGER_BENCH_SETTLEMENTS)
-	$(SWIFT) build -c release --product blepay-loopback
-	bash scripts/bench.sh $(shell $(SWIFT) build -c release --show-bin-path)/blepay-loopback $(BENCH_ROUND_TRIPS)
-	$(SWIFT) build -c release --product blepayd
-	$(SWIFT) build -c release --product blepayctl
-	$(SWIFT) build -c release --product blepay-ledger
-	bash scripts/bench-daemons.sh $(shell $(SWIFT) build -c release --show-bin-path) $(DAEMON_BENCH_PAYMENTS) "10 20" \
+	$(SWIFT) build $(RELEASE) --product blepay-loopback
+	bash scripts/bench.sh $(RELEASE_BIN_PATH)/blepay-loopback $(BENCH_ROUND_TRIPS)
+	$(SWIFT) build $(RELEASE) --product blepayd
+	$(SWIFT) build $(RELEASE) --product blepayctl
+	$(SWIFT) build $(RELEASE) --product blepay-ledger
+	bash scripts/bench-daemons.sh $(RELEASE_BIN_PATH) $(DAEMON_BENCH_PAYMENTS) "10 20" \
 	  $(DAEMON_BENCH_OFFLINE)
 
 # Release binaries, systemd units, sysusers, the D-Bus policy, sample configuration (kept if present), completions and
 # docs; DESTDIR=/some/dir installs below it without touching the running system.
 install:
-	$(SWIFT) build -c release
-	bash scripts/install.sh $(shell $(SWIFT) build -c release --show-bin-path)
+	$(SWIFT) build $(RELEASE)
+	bash scripts/install.sh $(RELEASE_BIN_PATH)
 
 clean:
 	rm -rf .build .build-fuzz .build-bench .build-bench-load .rig-logs
