@@ -127,6 +127,28 @@ struct ControlContractTests {
         #expect(installed.contains(#"<arg name="details" type="a{sv}"/>"#))
     }
 
+    /// `blepayctl` is a client of the API, not a daemon: none of the daemons' stack (BlueZ, the transport, the
+    /// state file, the ledger's HTTP client, swift-nio) is linked into it, so that it starts as a command-line
+    /// tool should. Read off its symbol table, module by module (Swift's mangling names each one).
+    @Test func blepayctlLinksNothingOfTheDaemonsStack() throws {
+        let nm = Process()
+        nm.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
+        nm.arguments = ["--defined-only", Self.blepayctl.path]
+        let pipe = Pipe()
+        nm.standardOutput = pipe
+        try nm.run()
+        let symbols = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        nm.waitUntilExit()
+        #expect(nm.terminationStatus == 0)
+        let linked = { (module: String) in symbols.contains("$s\(module.utf8.count)\(module)") }
+        #expect(linked("BlepayControl") && linked("DBusKit"))
+        for module in ["BlepayDaemon", "BlepayBLE", "BlueZ", "BlepayDaemonStore", "BlepayLedgerClient", "GRDB", "NIOCore",
+            "AsyncHTTPClient", "ServiceLifecycle"]
+        {
+            #expect(!linked(module), "blepayctl links \(module)")
+        }
+    }
+
     /// The `<interface name="…">` element of an introspection document.
     static func element(_ interface: String, in xml: String) -> String? {
         guard let start = xml.range(of: #"<interface name="\#(interface)">"#),
