@@ -16,7 +16,13 @@ final class Checkpointer: Sendable {
     private let delay: DispatchTimeInterval
     private let restartFrames: Int
     private let queue = DispatchQueue(label: "blepay.ledger.sqlite-checkpoint")
-    private let scheduled = Mutex(false)
+    private let state = Mutex(State())
+
+    private struct State {
+        var scheduled = false
+        /// A closed connection must not be used again: SQLite's calls take its freed handle.
+        var closed = false
+    }
 
     init(path: String, delay: DispatchTimeInterval = .milliseconds(250), restartFrames: Int = 8192, logger: Logger)
         throws(StorageError)
@@ -39,9 +45,9 @@ final class Checkpointer: Sendable {
 
     /// A transaction committed: checkpoint soon, if no checkpoint is due already.
     func committed() {
-        let schedule = scheduled.withLock { scheduled in
-            defer { scheduled = true }
-            return !scheduled
+        let schedule = state.withLock { state in
+            defer { state.scheduled = true }
+            return !state.scheduled && !state.closed
         }
         if schedule { queue.asyncAfter(deadline: .now() + delay) { self.run() } }
     }
@@ -59,12 +65,19 @@ final class Checkpointer: Sendable {
 
     /// Waits for a checkpoint under way, then closes the connection; the pool's last connection checkpoints the rest.
     func close() throws {
-        try queue.sync { try connection.close() }
+        try queue.sync {
+            state.withLock { $0.closed = true }
+            try connection.close()
+        }
     }
 
     private func run() {
         // Commits from now on schedule the next checkpoint.
-        scheduled.withLock { $0 = false }
+        let closed = state.withLock { state in
+            state.scheduled = false
+            return state.closed
+        }
+        guard !closed else { return }
         do {
             try checkpoint()
         } catch {
