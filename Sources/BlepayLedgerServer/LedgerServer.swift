@@ -40,7 +40,8 @@ public struct LedgerServer: Sendable {
         operations.certificateLifetimeMilliseconds = UInt64(configuration.certificateLifetimeDays) * 86_400_000
         operations.preAuthorizationGraceMilliseconds = UInt64(configuration.preAuthorizationGraceSeconds) * 1000
         operations.enrollmentTokenLifetimeMilliseconds = UInt64(configuration.enrollmentTokenLifetimeHours) * 3_600_000
-        let watch = PaymentWatch()
+        // Another ledger process may change a shared database; this one alone writes its SQLite file.
+        let watch = PaymentWatch(pollInterval: storage.dialect == .postgres ? .milliseconds(250) : nil)
         self.configuration = configuration
         self.storage = storage
         api = LedgerAPI(storage: storage, operations: operations, adminTokenHash: SHA256.hash(data: Array(adminToken.utf8)),

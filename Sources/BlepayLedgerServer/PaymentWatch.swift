@@ -1,30 +1,41 @@
 import Foundation
 
-/// Wakes long-polling status reads. A change made by this process wakes them at once; a change made by another
-/// ledger process on the same database is seen at the next poll.
+/// Wakes long-polling status reads and the expiry sweeper. A change committed by this process wakes them at once.
+/// With `pollInterval` (a database other ledger processes write too), a waiting status read also looks again at
+/// each poll, to see their changes; with nil (this process is the only writer), waits end only on a change or
+/// their deadline.
 actor PaymentWatch {
-    private var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
-    let pollInterval: Duration
+    private var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
+    let pollInterval: Duration?
 
-    init(pollInterval: Duration = .milliseconds(250)) { self.pollInterval = pollInterval }
+    init(pollInterval: Duration?) { self.pollInterval = pollInterval }
 
     /// Something a waiter may be waiting for changed.
     func changed() {
         let woken = waiters
         waiters = [:]
-        for continuation in woken.values { continuation.resume() }
+        for continuation in woken.values { continuation.resume(returning: true) }
     }
 
-    /// Returns at the next change, the next poll or `deadline`, whichever is first.
-    func nextChange(before deadline: ContinuousClock.Instant) async {
+    /// Returns at the next change (true), or at `deadline` or the next poll if `polling` (false), whichever is first.
+    @discardableResult
+    func nextChange(before deadline: ContinuousClock.Instant, polling: Bool = true) async -> Bool {
         let id = UUID()
-        let wake = min(deadline, .now + pollInterval)
-        Task { [weak self] in
+        let wake = polling ? pollInterval.map { min(deadline, .now + $0) } ?? deadline : deadline
+        let timer = Task { [weak self] in
             try? await Task.sleep(until: wake)
             await self?.wake(id)
         }
-        await withCheckedContinuation { continuation in waiters[id] = continuation }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // Cancelled before it waits: the handler below found nothing to wake.
+                if Task.isCancelled { continuation.resume(returning: false) } else { waiters[id] = continuation }
+            }
+        } onCancel: {
+            Task { await self.wake(id) }
+        }
     }
 
-    private func wake(_ id: UUID) { waiters.removeValue(forKey: id)?.resume() }
+    private func wake(_ id: UUID) { waiters.removeValue(forKey: id)?.resume(returning: false) }
 }

@@ -26,7 +26,8 @@ import Testing
             // A settled payment whose transfer vanished.
             try await ledger.storage.storage.write { tx in
                 try tx.run("UPDATE balances SET posted = posted - 1 WHERE book = ?", [.text("merchant:\(cafe.account.id)")])
-                try tx.run("DELETE FROM transfers WHERE id LIKE ?", [.text("%\(request.paymentID)%")])
+                try tx.run("DELETE FROM transfers WHERE id = (SELECT transfer FROM payments WHERE id = ?)",
+                    [.text(request.paymentID.description)])
             }
             #expect(try await ledger.server.audit().contains { $0.contains(request.paymentID.description) })
         }

@@ -96,6 +96,7 @@ struct PaymentLoad {
             throw LoadError("\(warm.errors) of \(warmUp) warm-up payments failed: \(warm.firstErrors.joined(separator: "; "))")
         }
         let cpuBefore = serverPIDs.map(Self.cpuSeconds)
+        let writtenBefore = serverPIDs.map(Self.writtenBytes)
         let loadBefore = Self.cpuSeconds(getpid())
         let clock = ContinuousClock()
         let start = clock.now
@@ -104,6 +105,8 @@ struct PaymentLoad {
         let serverCPU = zip(serverPIDs.map(Self.cpuSeconds), cpuBefore).map { after, before in (after ?? 0) - (before ?? 0) }
             .reduce(0, +) / elapsed
         let loadCPU = ((Self.cpuSeconds(getpid()) ?? 0) - (loadBefore ?? 0)) / elapsed
+        let written = zip(serverPIDs.map(Self.writtenBytes), writtenBefore).map { after, before in (after ?? 0) - (before ?? 0) }
+            .reduce(0, +)
 
         let sorted = outcome.durations.sorted()
         let creates = outcome.createDurations.sorted()
@@ -116,6 +119,8 @@ struct PaymentLoad {
         if !serverPIDs.isEmpty {
             detail += String(format: "; ledger CPU %.2f cores (%.2f ms a payment), load CPU %.2f cores", serverCPU,
                 serverCPU * elapsed / Double(max(sorted.count, 1)) * 1000, loadCPU)
+            // What the ledger itself sent to the disk (on SQLite: the WAL and its checkpoints).
+            detail += String(format: ", ledger wrote %.0f KB a payment", written / Double(max(sorted.count, 1)) / 1000)
         }
         print("bench: \(label) payments " + String(format: "%.0f/s p50 %.1f ms p99 %.1f ms",
             Double(sorted.count) / elapsed, percentile(sorted, 0.5), percentile(sorted, 0.99)) + " (\(detail))")
@@ -165,6 +170,14 @@ struct PaymentLoad {
             for await outcome in group { all.merge(outcome) }
             return all
         }
+    }
+
+    /// The bytes process `pid` caused to be written to storage, from /proc (nil where it cannot be read).
+    static func writtenBytes(_ pid: Int32) -> Double? {
+        guard let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
+            let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") })
+        else { return nil }
+        return Double(line.dropFirst("write_bytes:".count).trimmingCharacters(in: .whitespaces))
     }
 
     /// The user and system CPU time process `pid` has used, from /proc (nil where there is none).

@@ -53,6 +53,8 @@ public struct LedgerOperations: Sendable {
     /// returns to the customer; fixed for each voucher when it is issued.
     public var preAuthorizationGraceMilliseconds: UInt64 = 24 * 3600 * 1000
     public static let maximumSettlementItems = 100
+    /// Names the ledger gives the holds and transfers of new payments.
+    let ids = TimeOrderedIDs()
 
     public init(keyring: LedgerKeyring) {
         self.keyring = keyring

@@ -57,6 +57,31 @@ extension LedgerOperations {
         return expired
     }
 
+    /// When `expire` next has something to do: the earliest expiry of an open payment or a pending hold, release of
+    /// a pre-authorization, or time to forget nonces (`slack` after the oldest may go, so one sweep forgets a batch)
+    /// and idempotency records; `now` while credentials wait to be sealed; nil when nothing is kept that time ends.
+    /// Each part is one index's first entry, so the sweeper can ask often and write only when something is due.
+    public func nextExpiry(_ tx: any SQLTransaction, at now: Timestamp, slack: UInt64 = 60_000) throws -> Timestamp? {
+        guard let row = try tx.row(
+            """
+            SELECT (SELECT MIN(expires_at) FROM payments WHERE status = 'authorization_required'),
+                (SELECT MIN(expires_at) FROM holds WHERE state = 'pending'),
+                (SELECT MIN(release_at) FROM pre_authorizations WHERE released_at IS NULL),
+                (SELECT MIN(seen_at) FROM nonces), (SELECT MIN(created_at) FROM idempotency_keys),
+                (SELECT COUNT(*) FROM (SELECT 1 FROM devices WHERE secret_sealed = 0 LIMIT 1) d)
+                    + (SELECT COUNT(*) FROM (SELECT 1 FROM idempotency_keys WHERE sealed = -1 LIMIT 1) k)
+            """, [])
+        else { return nil }
+        if try row.integer(5) > 0 { return now }
+        let nonceLifetime = 2 * UInt64(RequestAuthentication.window) * 1000 + slack
+        let lifetimes: [UInt64] = [0, 0, 0, nonceLifetime, Self.idempotencyRetentionMilliseconds + slack]
+        let deadlines = try lifetimes.enumerated().compactMap { column, lifetime throws -> UInt64? in
+            guard row.values[column] != .null else { return nil }
+            return UInt64(clamping: try row.integer(column)) + lifetime
+        }
+        return deadlines.min().map(Timestamp.init(millisecondsSince1970:))
+    }
+
     public func idempotencyRecord(_ tx: any SQLTransaction, principal: String, key: String) throws -> IdempotencyRecord? {
         try tx.row("SELECT parameters_hash, status, response, sealed FROM idempotency_keys WHERE principal = ? AND key = ?",
             [.text(principal), .text(key)]).map { row in

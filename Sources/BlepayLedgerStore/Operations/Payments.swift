@@ -47,7 +47,7 @@ extension LedgerOperations {
             return try resource(stored)
         }
         guard now < request.expiresAt else { throw APIError(LedgerError(.expired, "the request expired")) }
-        let stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: device.account, customer: nil)
+        let stored = StoredPayment(payment: newPayment(request, at: now), merchant: device.account, customer: nil)
         try insert(tx, stored, at: now)
         return try resource(stored)
     }
@@ -98,7 +98,7 @@ extension LedgerOperations {
                     isValidSignature(request.signature, of: request.signingBytes, by: key)
                 })
             else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by a device of its merchant")) }
-            stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: request.merchantID, customer: nil)
+            stored = StoredPayment(payment: newPayment(request, at: now), merchant: request.merchantID, customer: nil)
             try insert(tx, stored, at: now)
         }
         let isCustomer = device.accountKind == .customer && device.signingKey == acceptance.customerKey
@@ -156,7 +156,7 @@ extension LedgerOperations {
                     isValidSignature(request.signature, of: request.signingBytes, by: key)
                 })
             else { throw APIError(LedgerError(.invalidSignature, "the request is not signed by a device of this merchant")) }
-            stored = StoredPayment(payment: LedgerPayment(request: request, at: now), merchant: request.merchantID, customer: nil)
+            stored = StoredPayment(payment: newPayment(request, at: now), merchant: request.merchantID, customer: nil)
             try insert(tx, stored, at: now)
         }
         guard try payer(tx, merchant: stored.merchant, payment: paymentID) == nil || stored.payment.status == .cancelled else {
@@ -196,6 +196,14 @@ extension LedgerOperations {
         guard let bytes = Hex.decode(text, limit: 16), let id = try? PaymentID(bytes: bytes), id.description == text.lowercased()
         else { throw APIError.notFound("payment") }
         return id
+    }
+
+    /// A payment created now. Its hold and transfer are named by time (`pay:{UUIDv7}`), so that their rows and
+    /// indexes grow at the end rather than at a random page each; the receipt names the transfer.
+    func newPayment(_ request: PaymentRequest, at now: Timestamp) -> LedgerPayment {
+        let id = ids.next(at: now)
+        return LedgerPayment(request: request, acceptance: nil, failure: nil,
+            history: [LedgerPayment.Change(status: .authorizationRequired, at: now)], holdID: "hold:\(id)", transferID: "pay:\(id)")
     }
 
     func load(_ tx: any SQLTransaction, merchant: String, _ id: PaymentID, lock: Bool = true) throws -> StoredPayment? {

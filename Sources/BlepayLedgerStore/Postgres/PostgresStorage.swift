@@ -156,11 +156,9 @@ public final class PostgresStorage: LedgerStorage {
         _ connection: PostgresConnection, _ begin: String, _ body: (any SQLTransaction) throws -> T, _ logger: Logger
     ) -> Attempt<T> {
         let tx = PostgresTransaction(connection: connection, logger: logger)
-        var bodyRan = false
         var rolledBack = false
         do {
-            try tx.execute(begin, [])
-            bodyRan = true
+            tx.send(begin)
             let value = try body(tx)
             try tx.finish()
             // COMMIT of a transaction in which a statement failed (the body went on past the failure) rolls it
@@ -176,7 +174,8 @@ public final class PostgresStorage: LedgerStorage {
             let retry = rolledBack
                 ? tx.retryableFailures.values.first
                 : (error as? StorageError).flatMap { tx.retryableFailures[$0] }
-            return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed, bodyRan: bodyRan)
+            // BEGIN is confirmed with the body's first statement: a connection that failed before it ran nothing.
+            return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed, bodyRan: tx.confirmed > 0)
         }
     }
 }

@@ -3,8 +3,8 @@ import NIOCore
 import PostgresNIO
 
 /// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool: each statement waits
-/// for its result, so the synchronous transaction bodies of `LedgerStorage` run unchanged. Never used on an event
-/// loop thread.
+/// for its result, so the synchronous transaction bodies of `LedgerStorage` run unchanged, except the statements
+/// whose answer nothing needs (`send`). Never used on an event loop thread.
 final class PostgresTransaction: SQLTransaction {
     let connection: PostgresConnection
     let logger: Logger
@@ -14,7 +14,15 @@ final class PostgresTransaction: SQLTransaction {
     private(set) var retryableFailures: [StorageError: String] = [:]
     /// Set when the connection itself failed: it is closed and must not be used again.
     private(set) var connectionFailed = false
-    private var savepoints = 0
+    /// How many statements the database answered without an error.
+    private(set) var confirmed = 0
+    private var unconfirmed: [(sql: String, answer: EventLoopFuture<PostgresQueryResult>)] = []
+    /// Savepoints opened and not yet ended; those among them not set in the database yet (see `savepoint`).
+    private var open = 0
+    private var pending: [String] = []
+    /// Set and never released, in order.
+    private var unreleased: [String] = []
+    private var nextSavepoint = 0
     /// The writes `runLast` put off, made by `finish`.
     private var last: [(sql: String, binds: [SQLValue])] = []
 
@@ -28,14 +36,16 @@ final class PostgresTransaction: SQLTransaction {
     }
 
     func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
-        try execute(sql, binds).rows.map { row in
+        setPendingSavepoints(before: sql)
+        return try execute(sql, binds).rows.map { row in
             SQLRow(try PostgresRandomAccessRow(row).map(Self.value))
         }
     }
 
     @discardableResult
     func run(_ sql: String, _ binds: [SQLValue]) throws -> Int {
-        try execute(sql, binds).metadata.rows ?? 0
+        setPendingSavepoints(before: sql)
+        return try execute(sql, binds).metadata.rows ?? 0
     }
 
     func runLast(_ sql: String, _ binds: [SQLValue]) {
@@ -48,27 +58,64 @@ final class PostgresTransaction: SQLTransaction {
         last = []
     }
 
+    /// A savepoint costs round trips, so it is set only before the first statement in it that may change something
+    /// (a refusal after reads alone has nothing to undo; a failed read fails the whole transaction anyway), and never
+    /// released: COMMIT ends it with the rest. Savepoints left behind nest (each in the one before), so once
+    /// `unreleasedLimit` pile up outside any open savepoint they are released together, with the oldest.
     func savepoint<T>(_ body: () throws -> T) throws -> T {
-        savepoints += 1
-        defer { savepoints -= 1 }
-        let name = "sp_\(savepoints)"
-        try execute("SAVEPOINT \(name)", [])
+        nextSavepoint += 1
+        let name = "sp_\(nextSavepoint)"
+        pending.append(name)
+        open += 1
+        defer { open -= 1 }
         let queued = last.count
         let value: T
         do {
             value = try body()
         } catch {
             last.removeSubrange(queued...)
-            try execute("ROLLBACK TO SAVEPOINT \(name)", [])
-            try execute("RELEASE SAVEPOINT \(name)", [])
+            if pending.last == name {
+                pending.removeLast()
+            } else {
+                send("ROLLBACK TO SAVEPOINT \(name)")
+            }
             throw error
         }
-        try execute("RELEASE SAVEPOINT \(name)", [])
+        if pending.last == name { pending.removeLast() }
+        if open == 1, let oldest = unreleased.first, unreleased.count >= Self.unreleasedLimit {
+            send("RELEASE SAVEPOINT \(oldest)")
+            unreleased = []
+        }
         return value
     }
 
-    /// Runs one statement and waits for all its rows. A failure is thrown as `StorageError(.unavailable)`; if the
-    /// database asked for a retry, the error is remembered so the storage can tell it escaped the body.
+    static let unreleasedLimit = 32
+
+    /// Sets the savepoints opened but not set yet, unless `sql` only reads.
+    private func setPendingSavepoints(before sql: String) {
+        guard !pending.isEmpty, !Self.onlyReads(sql) else { return }
+        for name in pending {
+            send("SAVEPOINT \(name)")
+            unreleased.append(name)
+        }
+        pending = []
+    }
+
+    /// A plain SELECT (with or without FOR UPDATE) changes no row.
+    static func onlyReads(_ sql: String) -> Bool {
+        sql.drop { $0 == " " || $0 == "\n" }.prefix(7).uppercased() == "SELECT "
+    }
+
+    /// Sends a statement without binds and does not wait for its answer (BEGIN, SAVEPOINT, ROLLBACK TO): the
+    /// connection runs statements in order, so the next one's wait confirms it too, and it costs no wait of its own.
+    /// Its failure is thrown by the next `execute`.
+    func send(_ sql: String) {
+        unconfirmed.append((sql, connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresBindings()), logger: logger)))
+    }
+
+    /// Runs one statement and waits for all its rows (and for the statements sent before it). A failure is thrown as
+    /// `StorageError(.unavailable)`; if the database asked for a retry, the error is remembered so the storage can
+    /// tell it escaped the body.
     @discardableResult
     func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
         var bindings = PostgresBindings(capacity: binds.count)
@@ -80,9 +127,21 @@ final class PostgresTransaction: SQLTransaction {
             case .blob(let value): bindings.append(ByteBuffer(bytes: value))
             }
         }
-        let query = PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings)
+        let answer = connection.query(PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings), logger: logger)
+        let earlier = unconfirmed
+        unconfirmed = []
+        for statement in earlier { try wait(for: statement.answer, of: statement.sql) }
+        return try wait(for: answer, of: sql)
+    }
+
+    @discardableResult
+    private func wait(for answer: EventLoopFuture<PostgresQueryResult>, of sql: String) throws(StorageError)
+        -> PostgresQueryResult
+    {
         do {
-            return try connection.query(query, logger: logger).wait()
+            let result = try answer.wait()
+            confirmed += 1
+            return result
         } catch let error as PSQLError where error.code == .server {
             let state = error.serverInfo?[.sqlState] ?? "?????"
             let message = error.serverInfo?[.message] ?? "\(error.code)"

@@ -12,6 +12,8 @@ final class GroupCommitter: Sendable {
 
     private let pool: DatabasePool
     private let logger: Logger
+    /// Told after each commit (the checkpointer's cue).
+    private let committed: @Sendable () -> Void
     private let queue = DispatchQueue(label: "blepay.ledger.sqlite-writer")
     private let state = Mutex(State())
     /// Bounds one commit, so a flood of writers still sees steady latency.
@@ -22,9 +24,10 @@ final class GroupCommitter: Sendable {
         var draining = false
     }
 
-    init(pool: DatabasePool, logger: Logger) {
+    init(pool: DatabasePool, logger: Logger, committed: @escaping @Sendable () -> Void) {
         self.pool = pool
         self.logger = logger
+        self.committed = committed
     }
 
     func submit(_ job: @escaping Job, completion: @escaping Completion) {
@@ -63,6 +66,7 @@ final class GroupCommitter: Sendable {
                         return .commit
                     }
                 }
+                committed()
             } catch {
                 logger.error("sqlite commit failed", metadata: ["error": "\(error)", "transactions": "\(group.count)"])
                 let failure = StorageError(.unavailable, "\(error)")

@@ -5,11 +5,13 @@ import Logging
 /// The embedded ledger database: one SQLite file in WAL mode with `synchronous = FULL`, so a commit is on disk
 /// before it returns. Concurrent writes are grouped: transactions that arrive while one commit is being made to
 /// disk run together in the next, each in its own savepoint (one failing leaves the others whole), and share one
-/// fsync. Reads run beside them on the WAL's snapshots.
+/// fsync. Reads run beside them on the WAL's snapshots. The writer never checkpoints: a `Checkpointer` of its own
+/// does, after commits.
 public final class SQLiteStorage: LedgerStorage {
     public var dialect: SQLDialect { .sqlite }
     private let pool: DatabasePool
     private let committer: GroupCommitter
+    let checkpointer: Checkpointer
 
     /// Opens (creating if needed) the database file at `path`.
     public init(path: String, logger: Logger) throws(StorageError) {
@@ -18,13 +20,15 @@ public final class SQLiteStorage: LedgerStorage {
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
             throw StorageError(.unavailable, "cannot open \(path): \(error)")
         }
-        committer = GroupCommitter(pool: pool, logger: logger)
+        checkpointer = try Checkpointer(path: path, logger: logger)
+        committer = GroupCommitter(pool: pool, logger: logger) { [checkpointer] in checkpointer.committed() }
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T {
@@ -54,6 +58,7 @@ public final class SQLiteStorage: LedgerStorage {
     }
 
     public func close() async throws {
+        try checkpointer.close()
         try pool.close()
     }
 }
