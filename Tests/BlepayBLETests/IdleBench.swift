@@ -35,21 +35,22 @@ struct IdleBench {
         try await Task.sleep(for: .seconds(2))
         let (switches, cpu) = (Self.contextSwitches(), Self.cpuTicks())
         try await Task.sleep(for: .seconds(seconds))
-        let woken = Double(Self.contextSwitches() - switches) / Double(seconds)
+        // Per thread, so that a thread ending meanwhile takes nothing away; one started meanwhile counts in full.
+        let woken = Self.contextSwitches().reduce(0) { sum, thread in sum + thread.value - (switches[thread.key] ?? 0) }
         let percent = Double(Self.cpuTicks() - cpu) / Double(sysconf(Int32(_SC_CLK_TCK))) / Double(seconds) * 100
-        print("idle bench: \(what) \(String(format: "%.2f", woken)) wake-ups/s, \(String(format: "%.2f", percent)) % CPU over \(seconds) s")
+        print("idle bench: \(what) \(String(format: "%.2f", Double(woken) / Double(seconds))) wake-ups/s, \(String(format: "%.2f", percent)) % CPU over \(seconds) s")
     }
 
-    /// Voluntary and involuntary context switches of every thread of this process.
-    private static func contextSwitches() -> Int {
+    /// Voluntary and involuntary context switches of each thread of this process, by thread id.
+    private static func contextSwitches() -> [String: Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.reduce(0) { sum, task in
+        return Dictionary(uniqueKeysWithValues: tasks.map { task in
             let status = (try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8)) ?? ""
-            return sum + status.split(separator: "\n").reduce(0) { count, line in
+            return (task, status.split(separator: "\n").reduce(0) { count, line in
                 guard line.hasPrefix("voluntary_ctxt_switches") || line.hasPrefix("nonvoluntary_ctxt_switches") else { return count }
                 return count + (line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
-            }
-        }
+            })
+        })
     }
 
     /// utime + stime of this process, in clock ticks.
