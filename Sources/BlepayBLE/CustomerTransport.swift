@@ -328,7 +328,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     /// lifetime is timed while idle: a customer with no business near wakes once per `identityLifetime`.
     private func nextDeadline() -> ContinuousClock.Instant? {
         let retired = identity.withLock { $0.since } + configuration.identityLifetime
-        let identityDue: ContinuousClock.Instant? = ContinuousClock.now <= retired
+        let identityDue: ContinuousClock.Instant? = ContinuousClock.now <= retired || centrals.isEmpty
             ? retired : centrals.hasOpen ? retired + configuration.identityGrace : nil
         return [links.nextDeadline, centrals.nextOverdue(after: configuration.handshakeDeadline), identityDue]
             .compactMap { $0 }.min()
