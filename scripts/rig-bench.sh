@@ -8,7 +8,8 @@
 #     finishedPayment; and, on its own, blepayctl's start (`blepayctl --help`, 20 times);
 #   broadcast: c2..cN join; one request (one SendPaymentRequest call) shown to all of them, c1 accepts, every other
 #     one gets otherPaid;
-#   idle: each daemon's CPU over 30 s without payments, and its peak RSS (VmHWM) over the whole run;
+#   idle: each daemon's CPU and wake-ups (context switches of all its threads) per second over 30 s without
+#     payments, and its peak RSS (VmHWM) over the whole run;
 #   both offline: the ledger stops; OFFLINE payments with c1 under its voucher, by the same client: accept ->
 #     finishedPayment, pending settlement (the business checks and keeps each before it answers).
 # Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS] [CUSTOMERS]
@@ -119,15 +120,24 @@ if ((count > 1)); then
   record broadcast_other_paid "$(since "$last" "$accepted")"
 fi
 
-# Idle: CPU over 30 s without payments; peak RSS over the whole run.
+# Idle: CPU and wake-ups over 30 s without payments; peak RSS over the whole run. A wake-up is a context switch of
+# one of the daemon's threads, voluntary (it slept and was woken) or not: each is counted once.
 cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "/run/blepay-$1.pid")/stat"; }
+wakeups() {
+  cat /proc/"$(cat "/run/blepay-$1.pid")"/task/*/status 2> /dev/null \
+    | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
 daemons=(business c1 ledger)
-declare -A before
-for d in "${daemons[@]}"; do before[$d]=$(cpu "$d"); done
+declare -A before woken
+for d in "${daemons[@]}"; do
+  before[$d]=$(cpu "$d")
+  woken[$d]=$(wakeups "$d")
+done
 sleep 30
 ticks=$(getconf CLK_TCK)
 for d in "${daemons[@]}"; do
   record "idle_cpu_percent.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / $ticks / 30 * 100)" "$(cpu "$d")" "${before[$d]}")"
+  record "idle_wakeups_per_s.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / 30)" "$(wakeups "$d")" "${woken[$d]}")"
   record "peak_rss_mb.$d" "$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
 done
 
@@ -163,6 +173,7 @@ result = {
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
                   "accept_to_last_other_paid_s": samples.get("broadcast_other_paid", [None])[0]},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
+    "idle_wakeups_per_s": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_wakeups_per_s.")},
     "peak_rss_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("peak_rss_mb.")},
 }
 json.dump(result, open(f"{out}/daemons-bench.json", "w"), indent=2)

@@ -21,7 +21,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         public var certificate: PresentedCertificate
         /// Customers connected (or being connected) at once.
         public var maximumConnections: Int
-        /// How long discovery runs without finding a customer before it is started afresh.
+        /// How long discovery runs without finding a customer before it is first started afresh; each further
+        /// restart waits twice as long, up to `Rescan.limit`, until a customer is served again.
         public var rescanInterval: Duration
         /// Bounds each `Connect` call, and how long connecting waits for one customer's link to come up before it
         /// goes on to the next customer.
@@ -56,6 +57,11 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     private let links: LinkTable<DBusObjectPath>
     /// Customers being connected to or connected, with the task that serves each.
     private let customers = Mutex<[DBusObjectPath: Task<Void, Never>]>([:])
+    /// Rung when a customer may be waiting or room was freed (bluetoothd's device events, a customer's service
+    /// ending): the connect loop sleeps on it.
+    private let arrivals = Wakeup()
+    /// How many customers' services have ended, for the connect loop's rescans.
+    private let servicesEnded = Atomic<Int>(0)
 
     public var events: AsyncStream<TransportEvent> { links.events }
 
@@ -80,8 +86,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         let session = adapter.session.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in await connectLoop() }
-            group.addTask { [self] in
-                while (try? await Task.sleep(for: .seconds(1))) != nil { links.tick(at: .now) }
+            group.addTask { [links] in
+                await links.wakeup.keepTime(deadline: { links.nextDeadline }, fire: { links.tick(at: .now) })
             }
             group.addTask { [self] in
                 for await event in session {
@@ -96,6 +102,9 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                     case .changed(adapter.path, _, let values) where values["Powered"] == .boolean(true):
                         logger.info("the adapter is powered again; scanning again")
                         await resumeDiscovery()
+                    case .added, .changed(_, "org.bluez.Device1", _):
+                        // A device appeared, or one changed its service data or connection.
+                        arrivals.signal()
                     default: break
                     }
                 }
@@ -137,28 +146,38 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     /// Connects to one customer at a time: connecting stops discovery, which resumes once the customer's link is
     /// up or its attempt failed. With no room left, the customer heard from least recently may be disconnected to
-    /// make room (`idleTimeout`). While there is room for another customer and none has been found for
-    /// `rescanInterval`, discovery is started afresh: some controllers report an advertiser once per scan, so a
-    /// customer whose report came while its link was still being torn down would otherwise never be seen again.
+    /// make room (`idleTimeout`). While there is room for another customer, discovery is started afresh on the
+    /// schedule `Rescan` keeps. Between looks the loop sleeps until bluetoothd reports a device, a customer's
+    /// service ends, the quietest customer may be disconnected, or the next rescan is due: never on a fixed poll.
     private func connectLoop() async {
-        var lastFound = ContinuousClock.now
+        var rescan = Rescan(first: configuration.rescanInterval, at: .now)
+        var endedSeen = 0
         while !Task.isCancelled {
+            if servicesEnded.load(ordering: .relaxed) != endedSeen {
+                endedSeen = servicesEnded.load(ordering: .relaxed)
+                rescan.activity(at: .now)
+            }
             let waiting = waitingCustomer()
             guard let device = waiting, hasRoom else {
+                var wake: ContinuousClock.Instant?
                 if waiting != nil {
                     makeRoom()
-                } else if hasRoom, ContinuousClock.now - lastFound > configuration.rescanInterval {
-                    logger.debug("no customer found lately; scanning afresh")
-                    try? await adapter.stopDiscovery()
-                    await resumeDiscovery()
-                    lastFound = .now
+                    wake = links.quietAt(silentFor: configuration.idleTimeout)
+                } else if hasRoom {
+                    if ContinuousClock.now >= rescan.due {
+                        logger.debug("no customer found lately; scanning afresh")
+                        try? await adapter.stopDiscovery()
+                        await resumeDiscovery()
+                        rescan.restarted(at: .now)
+                    }
+                    wake = rescan.due
                 }
-                try? await Task.sleep(for: .milliseconds(250))
+                await arrivals.wait(until: wake)
                 continue
             }
             let linked = await connect(device)
             await resumeDiscovery()
-            lastFound = .now
+            rescan.activity(at: .now)
             if !linked { try? await Task.sleep(for: .milliseconds(500)) }
         }
     }
@@ -194,15 +213,20 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         let (setup, ended) = AsyncStream<Bool>.makeStream()
         customers.withLock { customers in
             // Inserted under the lock that the task's end takes to remove it.
-            customers[device.path] = Task { [self] in await serve(device, setupEnded: ended) }
+            customers[device.path] = Task { [self] in
+                await serve(device, setupEnded: ended)
+                servicesEnded.add(1, ordering: .relaxed)
+                arrivals.signal()
+            }
         }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await succeeded in setup { return succeeded }
                 return true
             }
-            group.addTask {
-                while !device.isConnected, (try? await Task.sleep(for: .milliseconds(50))) != nil {}
+            group.addTask { [arrivals] in
+                // bluetoothd's `Connected` change rings `arrivals` (the connect loop waits here meanwhile).
+                while !device.isConnected, !Task.isCancelled { await arrivals.wait(until: nil) }
                 return true
             }
             group.addTask { [configuration] in

@@ -40,6 +40,17 @@ final class Centrals: Sendable {
         }
     }
 
+    /// When `overdue(after:at:)` will next return a central: the earliest arrival plus `limit` of those not yet
+    /// returned nor being hung up.
+    func nextOverdue(after limit: Duration) -> ContinuousClock.Instant? {
+        centrals.withLock { centrals in
+            centrals.values.filter { !$0.overdue && !$0.closing }.map { $0.since + limit }.min()
+        }
+    }
+
+    /// Whether some central is connected and not being hung up.
+    var hasOpen: Bool { centrals.withLock { $0.values.contains { !$0.closing } } }
+
     /// Handles a central's write with `body`, counted as unanswered until it returns. A central being hung up has
     /// its writes refused, and they count towards its going quiet like any other.
     func write(_ device: DBusObjectPath, _ body: () throws(BlueZError) -> Void) throws(BlueZError) {

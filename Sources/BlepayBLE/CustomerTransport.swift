@@ -112,14 +112,19 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await event in connections {
-                    if event.connected { centrals.connected(event.device.path) } else { linkWentDown(event.device.path) }
+                    if event.connected {
+                        centrals.connected(event.device.path)
+                        links.wakeup.signal()  // its handshake deadline runs from now
+                    } else {
+                        linkWentDown(event.device.path)
+                    }
                 }
             }
             group.addTask { [self] in
                 for await event in bluetoothd { await recover(event) }
             }
             group.addTask { [self] in
-                while (try? await Task.sleep(for: .seconds(1))) != nil { tick() }
+                await links.wakeup.keepTime(deadline: { nextDeadline() }, fire: { tick() })
             }
             group.addTask { [self] in
                 for await _ in readvertise.stream {
@@ -318,7 +323,18 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
     }
 
-    /// Each second: the links' time-outs, centrals past the handshake deadline, and the identity's age.
+    /// When `tick` next has something to do: a link's time-out, a central's handshake deadline, the identity's
+    /// lifetime, or past it, with a central connected that is not being hung up, its grace. Only the identity's
+    /// lifetime is timed while idle: a customer with no business near wakes once per `identityLifetime`.
+    private func nextDeadline() -> ContinuousClock.Instant? {
+        let retired = identity.withLock { $0.since } + configuration.identityLifetime
+        let identityDue: ContinuousClock.Instant? = ContinuousClock.now <= retired || centrals.isEmpty
+            ? retired : centrals.hasOpen ? retired + configuration.identityGrace : nil
+        return [links.nextDeadline, centrals.nextOverdue(after: configuration.handshakeDeadline), identityDue]
+            .compactMap { $0 }.min()
+    }
+
+    /// At each deadline: the links' time-outs, centrals past the handshake deadline, and the identity's age.
     private func tick() {
         let now = ContinuousClock.now
         links.tick(at: now)

@@ -33,6 +33,9 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
     private let continuation: AsyncStream<TransportEvent>.Continuation
     private let logger: Logger
     let events: AsyncStream<TransportEvent>
+    /// Rung whenever a link may have a new deadline (added, or given an input): the transport's `keepTime` sleeps
+    /// on it between deadlines.
+    let wakeup = Wakeup()
 
     init(logger: Logger) {
         self.logger = logger
@@ -51,6 +54,7 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
             state.peers[peer] = Peer(link: link, address: address, outbox: sender)
             return peer
         }
+        wakeup.signal()
         return (peer, outbox)
     }
 
@@ -69,7 +73,8 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
     /// the link's order. False, without running `body`, for a peer that is gone or closing: its input is refused.
     @discardableResult
     func update(_ peer: PeerID, _ body: (inout Link) -> [LinkAction]) -> Bool {
-        state.withLock { state in
+        defer { wakeup.signal() }
+        return state.withLock { state in
             guard var entry = state.peers[peer], !entry.closing else { return false }
             let actions = body(&entry.link)
             for action in actions {
@@ -100,6 +105,12 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
         for peer in peers { update(peer) { $0.tick(at: instant) } }
     }
 
+    /// The earliest instant past which a link has a time-out to act on; nil when none has (every link idle or
+    /// closing), so that an idle transport needs no timer.
+    var nextDeadline: ContinuousClock.Instant? {
+        state.withLock { state in state.peers.values.filter { !$0.closing }.compactMap(\.link.nextDeadline).min() }
+    }
+
     /// Asks for the peer's disconnection after the fragments already queued; false if it was already asked for
     /// (or the peer is gone).
     @discardableResult
@@ -122,6 +133,16 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
             let heard = state.peers.compactMap { peer, entry in entry.lastHeard.map { (peer, $0) } }
             guard let (peer, last) = heard.min(by: { $0.1 < $1.1 }), now - last >= silence else { return nil }
             return peer
+        }
+    }
+
+    /// When `quietest(silentFor:at:)` may next name a peer: when the established peer heard from least recently
+    /// will have been silent for `silence`; nil while some peer is being closed (its end frees a slot) or none is
+    /// established.
+    func quietAt(silentFor silence: Duration) -> ContinuousClock.Instant? {
+        state.withLock { state in
+            guard !state.peers.values.contains(where: \.closing) else { return nil }
+            return state.peers.values.compactMap(\.lastHeard).min().map { $0 + silence }
         }
     }
 

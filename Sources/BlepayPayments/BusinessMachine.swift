@@ -202,6 +202,18 @@ public struct BusinessMachine: Sendable {
         return actions
     }
 
+    /// The earliest instant at which `tick` has something to end (an open request's expiry, or the grace of a
+    /// winner executing an offline request); nil when nothing waits on the clock, so that an idle driver sleeps.
+    public var nextDeadline: Timestamp? {
+        payments.newestFirst.compactMap { payment -> Timestamp? in
+            switch payment.phase {
+            case .open: payment.request.expiresAt
+            case .customerExecuting: payment.request.expiresAt.adding(milliseconds: Self.customerAnswerGraceMilliseconds)
+            case .executing, .ended: nil
+            }
+        }.min()
+    }
+
     /// The daemon is stopping: every open request is withdrawn (its customers told); payments being executed go on
     /// until the ledger answers, which `hasUnended` waits for.
     public mutating func shutdown() -> [BusinessAction] {

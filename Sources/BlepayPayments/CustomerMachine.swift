@@ -371,6 +371,19 @@ public struct CustomerMachine: Sendable {
         return actions
     }
 
+    /// The earliest instant at which `tick` has something to end (a shown payment's deadline, an accepted one's
+    /// grace, a lost one the ledger does not know becoming unpayable); nil when nothing waits on the clock.
+    public var nextDeadline: Timestamp? {
+        payments.newestFirst.compactMap { payment -> Timestamp? in
+            switch payment.phase {
+            case .shown: payment.deadline
+            case .accepted, .executing: payment.deadline.adding(milliseconds: Self.answerGraceMilliseconds)
+            case .lostResult where payment.ledgerHasNone: Self.payableUntil(payment)
+            default: nil
+            }
+        }.min()
+    }
+
     /// The driver could not sign an acceptance (no usable device key): the payment ends here with that error, and
     /// the business is told the customer withdrew.
     public mutating func acceptanceFailed(_ paymentID: PaymentID, _ error: PaymentError) -> [CustomerAction] {

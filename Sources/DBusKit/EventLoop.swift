@@ -188,12 +188,13 @@ final class EventLoop: @unchecked Sendable {
         finish()
     }
 
-    /// Milliseconds until the earliest call deadline, at most one second.
+    /// Milliseconds until the earliest call deadline; -1 (no limit) with no call pending: then only a message on
+    /// the socket or a job (the eventfd) has anything for the loop to do, so an idle connection never wakes.
     private func pollTimeout() -> CInt {
-        guard let earliest = pendingCalls.values.map(\.deadline).min() else { return 1000 }
+        guard let earliest = pendingCalls.values.map(\.deadline).min() else { return -1 }
         let remaining = ContinuousClock.now.duration(to: earliest)
         let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1
-        return CInt(max(0, min(1000, ms)))
+        return CInt(clamping: max(0, ms))
     }
 
     private func expireCalls() {

@@ -32,7 +32,8 @@ public actor BusinessDriver {
     private let clock: @Sendable () -> Timestamp
     /// The pauses before status look-ups while an outcome stays unknown.
     private var lookUps: LookUpBackoff
-    private let tickInterval: Duration
+    /// Rung after every input, which may have moved the machine's next deadline.
+    private let wakeup = Wakeup()
     private let jobs = AsyncStream<Job>.makeStream()
     private let quiescence = Quiescence()
     private var stopping = false
@@ -57,13 +58,12 @@ public actor BusinessDriver {
         transport: any PaymentTransport, ledger: any PaymentLedger, signer: any RequestSigner,
         verifier: any AcceptanceVerifier = SignatureVerifier(), offline: Offline? = nil,
         ledgerKeys: TrustedLedgerKeys? = nil, merchant: Merchant,
-        maximumTipPercent: UInt64 = 100, lookUpInterval: Duration = .seconds(1), tickInterval: Duration = .seconds(1),
+        maximumTipPercent: UInt64 = 100, lookUpInterval: Duration = .seconds(1),
         clock: @escaping @Sendable () -> Timestamp
     ) {
         machine = BusinessMachine(
             verifier: verifier, offline: offline?.policy, ledgerKeys: ledgerKeys, maximumTipPercent: maximumTipPercent)
         self.offline = offline
-        self.tickInterval = tickInterval
         self.transport = transport
         self.ledger = ledger
         self.signer = signer
@@ -77,8 +77,8 @@ public actor BusinessDriver {
     /// calling task is cancelled; ledger calls still under way are cancelled then.
     public func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { [self, tickInterval] in
-                while (try? await Task.sleep(for: tickInterval)) != nil { await tick() }
+            group.addTask { [self, wakeup] in
+                await wakeup.keepTime(deadline: { await self.nextDeadline() }, fire: { await self.tick() })
             }
             group.addTask { [self, transport, jobs] in
                 for await event in transport.events { await handle(event) }
@@ -143,6 +143,11 @@ public actor BusinessDriver {
 
     private func tick() { perform(machine.tick(at: clock())) }
 
+    /// When the machine next has something to time out: the driver sleeps until then, not on a fixed tick.
+    private func nextDeadline() -> ContinuousClock.Instant? {
+        machine.nextDeadline.map { Wakeup.instant(of: $0, now: clock()) }
+    }
+
     private func carryOut(_ job: Job) async {
         switch job {
         case .execute(let request, let acceptance):
@@ -195,6 +200,7 @@ public actor BusinessDriver {
                 jobs.continuation.yield(.lookUp(id, after: lookUps.next(id)))
             }
         }
+        wakeup.signal()
         if stopping { quiescence.check(machine.hasUnended) }
     }
 }

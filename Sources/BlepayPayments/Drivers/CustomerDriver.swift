@@ -28,18 +28,18 @@ public actor CustomerDriver {
     private let continuation: AsyncStream<CustomerEvent>.Continuation
     public nonisolated let events: AsyncStream<CustomerEvent>
     private let onStopAdvertising: (@Sendable () -> Void)?
-    private let tickInterval: Duration
+    /// Rung after every input, which may have moved the machine's next deadline.
+    private let wakeup = Wakeup()
     private let quiescence = Quiescence()
     private var stopping = false
 
     public init(
         transport: any PaymentTransport, signer: any AcceptanceSigner, ledger: (any PaymentLedger)? = nil,
         settlement: (any OfflineQueue)? = nil, accepted: (any AcceptedPayments)? = nil, ledgerKeys: TrustedLedgerKeys? = nil,
-        tickInterval: Duration = .seconds(1), lookUpInterval: Duration = .seconds(1), clock: @escaping @Sendable () -> Timestamp,
+        lookUpInterval: Duration = .seconds(1), clock: @escaping @Sendable () -> Timestamp,
         onStopAdvertising: (@Sendable () -> Void)? = nil
     ) {
         machine = CustomerMachine(ledgerKeys: ledgerKeys)
-        self.tickInterval = tickInterval
         self.transport = transport
         self.signer = signer
         self.ledger = ledger
@@ -59,8 +59,8 @@ public actor CustomerDriver {
         awaited.formUnion(unconcluded.map(\.request.paymentID))
         perform(machine.restore(unconcluded))
         await withDiscardingTaskGroup { group in
-            group.addTask { [self, tickInterval] in
-                while (try? await Task.sleep(for: tickInterval)) != nil { await tick() }
+            group.addTask { [self, wakeup] in
+                await wakeup.keepTime(deadline: { await self.nextDeadline() }, fire: { await self.tick() })
             }
             group.addTask { [self, transport, jobs] in
                 for await event in transport.events {
@@ -132,6 +132,11 @@ public actor CustomerDriver {
 
     private func tick() { perform(machine.tick(at: clock())) }
 
+    /// When the machine next has something to time out: the driver sleeps until then, not on a fixed tick.
+    private func nextDeadline() -> ContinuousClock.Instant? {
+        machine.nextDeadline.map { Wakeup.instant(of: $0, now: clock()) }
+    }
+
     private func carryOut(_ job: Job) async {
         switch job {
         case .execute(let request, let acceptance):
@@ -180,6 +185,7 @@ public actor CustomerDriver {
                 jobs.continuation.yield(.lookUp(id, after: lookUps.next(id)))
             }
         }
+        wakeup.signal()
         if stopping { quiescence.check(machine.hasUnended) }
     }
 

@@ -115,10 +115,13 @@ public struct Reassembler: Sendable {
         return record
     }
 
-    /// Whether a record in progress has outlived the reassembly timeout (for a caller's periodic check).
+    /// Whether a record in progress has outlived the reassembly timeout.
     public func hasTimedOut(at now: ContinuousClock.Instant) -> Bool {
         startedAt.map { now - $0 > Framing.reassemblyTimeout } ?? false
     }
+
+    /// The instant past which the record in progress has timed out; nil with none in progress.
+    public var deadline: ContinuousClock.Instant? { startedAt.map { $0 + Framing.reassemblyTimeout } }
 
     private mutating func reset() {
         buffer = []

@@ -102,6 +102,16 @@ public struct Link: Sendable {
         }
     }
 
+    /// The instant past which `tick` has a time-out to act on: the handshake's end, or a record in progress; nil
+    /// when nothing is timed (established with no record in progress, or closed), so that an idle link needs no timer.
+    public var nextDeadline: ContinuousClock.Instant? {
+        switch state {
+        case .closed: nil
+        case .customer, .business: [openedAt + Self.handshakeTimeout, reassembler.deadline].compactMap { $0 }.min()
+        case .established: reassembler.deadline
+        }
+    }
+
     /// Ends the link for a time-out: a record left incomplete too long, or a handshake not done in time.
     public mutating func tick(at instant: ContinuousClock.Instant) -> [LinkAction] {
         switch state {
