@@ -32,25 +32,18 @@ enum Socket {
         }
     }
 
-    /// A listening socket on `local`: on `psm`, or with `psm` 0 on a dynamic PSM, the kernel's choice if it makes one
-    /// in the LE range (some kernels allocate from the BR/EDR range whatever the address type), else the first free.
+    /// A listening socket on `local` at `psm`, or with `psm` 0 at a dynamic LE PSM the kernel picks (Linux picks from
+    /// 0x0080–0x00FF for an LE address, with no privilege needed).
     static func listening(_ local: L2CAPAddress, psm: UInt16, receiveMTU: Int) throws(L2CAPError)
         -> (fd: CInt, psm: UInt16)
     {
-        if psm != 0 { return (try listen(bound(local, psm: psm, receiveMTU: receiveMTU)), psm) }
-        let chosen = try bound(local, psm: 0, receiveMTU: receiveMTU)
-        let kernel = cbt_l2cap_bound_psm(chosen)
-        if kernel >= 0, dynamicPSMs.contains(UInt16(kernel)) { return (try listen(chosen), UInt16(kernel)) }
-        close(chosen)
-        var last = L2CAPError(.listenFailed, "every dynamic LE PSM is taken")
-        for candidate in dynamicPSMs {
-            do throws(L2CAPError) {
-                return (try listen(bound(local, psm: candidate, receiveMTU: receiveMTU)), candidate)
-            } catch where error.errno == EADDRINUSE {
-                last = error
-            }
+        let fd = try listen(bound(local, psm: psm, receiveMTU: receiveMTU))
+        let bound = cbt_l2cap_bound_psm(fd)
+        guard bound > 0, psm == 0 ? dynamicPSMs.contains(UInt16(bound)) : UInt16(bound) == psm else {
+            close(fd)
+            throw L2CAPError(.listenFailed, "the socket is bound to PSM \(bound), not an LE PSM")
         }
-        throw last
+        return (fd, UInt16(bound))
     }
 
     private static func listen(_ fd: CInt) throws(L2CAPError) -> CInt {
