@@ -81,7 +81,8 @@ static inline int cbt_set_low_security(int fd) {
     return setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, sizeof security);
 }
 
-/// The largest SDU this end takes; set before listening or connecting (accepted channels inherit it).
+/// The largest SDU this end takes; set after binding (an LE address type) and before listening or connecting
+/// (accepted channels inherit it).
 static inline int cbt_set_receive_mtu(int fd, uint16_t mtu) {
     return setsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, sizeof mtu);
 }

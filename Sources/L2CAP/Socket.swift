@@ -19,11 +19,12 @@ enum Socket {
         guard fd >= 0 else { throw .system(.unavailable, "socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)") }
         do throws(L2CAPError) {
             guard cbt_set_low_security(fd) == 0 else { throw .system(.listenFailed, "setsockopt(BT_SECURITY)") }
-            guard cbt_set_receive_mtu(fd, UInt16(receiveMTU)) == 0 else {
-                throw .system(.listenFailed, "setsockopt(BT_RCVMTU)")
-            }
             guard cbt_l2cap_bind(fd, local.address, addressType(local.kind), psm) == 0 else {
                 throw .system(errno == EINVAL ? .invalidArgument : .listenFailed, "bind(\(local), PSM \(psm))")
+            }
+            // After bind: the kernel takes BT_RCVMTU only once the socket has an LE address type.
+            guard cbt_set_receive_mtu(fd, UInt16(receiveMTU)) == 0 else {
+                throw .system(.listenFailed, "setsockopt(BT_RCVMTU)")
             }
             return fd
         } catch {
