@@ -292,12 +292,13 @@ struct PaymentRigTests {
         // write, and over alice's L2CAP channel in one SDU.
         let name = String(repeating: "🥐", count: 64)
         #expect(alice.first { $0.payment_id == first && $0.kind == .receivedPayment }?.details.merchantName == name)
-        // Alice's sessions ran over L2CAP channels; bob, configured with `l2cap = false`, named no PSM and was served
+        // Alice's sessions with the business ran over L2CAP channels; bob, configured with `l2cap = false`, named no PSM and was served
         // over GATT, and paid the second request so.
         let connected = try run.text("one.business.log").split(separator: "\n").filter { $0.contains("customer connected") }
         #expect(connected.contains { $0.contains("transport=l2cap") } && connected.contains { $0.contains("transport=gatt") })
+        // (The storm's central writes over GATT: its connections are logged as GATT sessions too.)
         let alicesSessions = try run.text("one.alice.log").split(separator: "\n").filter { $0.contains("business connected") }
-        #expect(!alicesSessions.isEmpty && alicesSessions.allSatisfy { $0.contains("transport=l2cap") }, "\(alicesSessions)")
+        #expect(alicesSessions.filter { $0.contains("transport=l2cap") }.count >= 3, "\(alicesSessions)")
         let bobsSessions = try run.text("one.bob.log").split(separator: "\n").filter { $0.contains("business connected") }
         #expect(!bobsSessions.isEmpty && bobsSessions.allSatisfy { $0.contains("transport=gatt") }, "\(bobsSessions)")
         #expect(Self.kinds(bob, second) == [.receivedPayment, .finishedPayment])
