@@ -89,12 +89,20 @@ let package = Package(
         .target(name: "BlepayPayments", dependencies: ["BlepayProtocol"]),
         // In-memory network, ledger and broadcast scenario for tests and benchmarks; never linked by the daemons.
         .target(name: "BlepayPaymentsTesting", dependencies: ["BlepayPayments", "BlepayProtocol"]),
+        // libbluetooth's L2CAP socket API, with what Swift cannot import (sockaddr_l2, BT_* options) as helpers.
+        .systemLibrary(
+            name: "CBluetooth",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
+        // LE credit-based L2CAP channels over kernel sockets: a listener, outgoing channels, whole SDUs both ways.
+        .target(name: "L2CAP", dependencies: ["CBluetooth"]),
         // The payment transport over BlueZ: the customer's GATT server and advertisement, the business's scanner
         // and GATT client, one protocol link per connection.
         .target(
             name: "BlepayBLE",
             dependencies: [
-                "BlueZ", "DBusKit", "BlepayPayments", "BlepayProtocol",
+                "BlueZ", "DBusKit", "BlepayPayments", "BlepayProtocol", "L2CAP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One request, two customers: run in the rig's one-host topology with four controllers (rig.sh one-host
 # --controllers 4). The ledger, a business daemon on hci0 and two customer daemons on one host, the customers as
-# instances `alice` (hci1) and `bob` (hci2) with bus names of their own (rig-lib.sh installs and starts them).
+# instances `alice` (hci1) and `bob` (hci2) with bus names of their own (rig-lib.sh installs and starts them). Alice
+# offers an L2CAP channel and her sessions run over it; bob's configuration says `l2cap = false`, so his run over GATT.
 #   blepayctl request 12.00 USD: both customers are shown it; alice accepts; she sees finishedPayment, bob otherPaid,
 #   and bob's late acceptance is refused;
 #   then, while the business's adapter is off, a hostile central on hci3 (blepay-loopback storm) connects to a
@@ -28,6 +29,7 @@ adapter=1
 for name in "${customers[@]}"; do
   token=$(account customer "$name" | json '["enrollmentToken"]')
   configure "/etc/blepay/customer-$name.toml" customer "$ledger" "$token" "hci$adapter" "$name"
+  [[ $name == bob ]] && sed -i '/^adapter = /a l2cap = false' "/etc/blepay/customer-$name.toml"
   start "$name" customer "$(ready_check "org.blepay.Customer.$name" "hci$adapter" ActiveInstances)" \
     "/etc/blepay/customer-$name.toml"
   adapter=$((adapter + 1))

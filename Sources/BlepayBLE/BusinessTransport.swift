@@ -3,12 +3,14 @@ import BlepayProtocol
 import BlueZ
 import Crypto
 import DBusKit
+import L2CAP
 import Logging
 import Synchronization
 
 /// The business's side of blepay over BLE: finds customers by the service data they advertise, connects to them
 /// (one connection attempt at a time, at most `maximumConnections` customers at once), reads their info,
-/// subscribes to their notifications and runs one `Link` per customer, the fragments to it sent as write requests.
+/// subscribes to their notifications and runs one `Link` per customer, the fragments to it sent as write requests,
+/// or as SDUs over an L2CAP channel when the customer's info names a PSM and the channel opens (`docs/protocol.md` §9).
 ///
 /// BlueZ 5.66 matches a discovery filter's UUIDs against advertised UUID lists only, not service data, so
 /// discovery is unfiltered and customers are picked from their service data here. A customer whose link ended
@@ -34,11 +36,16 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         /// disconnected to make room, if that was at least this long ago. A minute leaves a customer who is
         /// looking at a request (open for 2 minutes by default) its place unless someone else is waiting.
         public var idleTimeout: Duration
+        /// Whether to open an L2CAP channel to a customer whose info names a PSM; GATT otherwise.
+        public var l2cap: Bool
+        /// How long the channel may take to open before the session goes over GATT instead.
+        public var channelTimeout: Duration
 
         public init(
             staticKey: Curve25519.KeyAgreement.PrivateKey, certificate: PresentedCertificate, maximumConnections: Int = 20,
             rescanInterval: Duration = .seconds(10), connectTimeout: Duration = .seconds(10),
-            servicesTimeout: Duration = .seconds(35), idleTimeout: Duration = .seconds(60)
+            servicesTimeout: Duration = .seconds(35), idleTimeout: Duration = .seconds(60), l2cap: Bool = true,
+            channelTimeout: Duration = .seconds(5)
         ) {
             self.staticKey = staticKey
             self.certificate = certificate
@@ -47,6 +54,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             self.connectTimeout = connectTimeout
             self.servicesTimeout = servicesTimeout
             self.idleTimeout = idleTimeout
+            self.l2cap = l2cap
+            self.channelTimeout = channelTimeout
         }
     }
 
@@ -247,15 +256,29 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                 device, connectTimeout: configuration.connectTimeout, servicesTimeout: configuration.servicesTimeout)
             let handshake = try BusinessHandshake(
                 staticKey: configuration.staticKey, certificate: configuration.certificate.current, customerInfo: channel.info)
+            let l2cap = await openChannel(to: device, info: channel.info)
             // The handshake's 10 s run from here: a customer that does not answer is dropped by `tick`.
-            let link = try Link(business: handshake, mtu: channel.mtu, at: .now)
+            let link =
+                if let l2cap { try Link(business: handshake, channelMTU: l2cap.sendMTU, at: .now) } else {
+                    try Link(business: handshake, mtu: channel.mtu, at: .now)
+                }
             setupEnded.yield(true)
             setupEnded.finish()
             let (peer, outbox) = links.add(link, at: device.path)
             logger.info(
-                "customer connected", metadata: ["peer": "\(peer)", "device": "\(device.path)", "mtu": "\(channel.mtu)"])
+                "customer connected",
+                metadata: [
+                    "peer": "\(peer)", "device": "\(device.path)", "transport": "\(l2cap == nil ? "gatt" : "l2cap")",
+                    "mtu": "\(l2cap?.sendMTU ?? channel.mtu)",
+                ])
             links.update(peer) { $0.start() }
-            let reason = await carry(peer, over: channel, outbox: outbox)
+            let reason: String
+            if let l2cap {
+                reason = await L2CAPCarrier.carry(peer, of: links, over: l2cap, outbox: outbox, clock: clock)
+                try? await device.disconnect()
+            } else {
+                reason = await carry(peer, over: channel, outbox: outbox)
+            }
             links.remove(peer)
             logger.info("customer disconnected", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
         } catch {
@@ -264,6 +287,28 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             logger.info("connecting to a customer failed", metadata: ["device": "\(device.path)", "error": "\(error)"])
         }
         try? await adapter.removeDevice(device)
+    }
+
+    /// The L2CAP channel to the PSM the customer's info names, if it opens within `channelTimeout`; nil to use GATT
+    /// (switched off, no PSM named, or the channel failed).
+    private func openChannel(to device: Device, info: [UInt8]) async -> L2CAPChannel? {
+        guard configuration.l2cap, let psm = (try? ProtocolInfo(encoded: info))?.channelPSM else { return nil }
+        guard let local = adapter.address.flatMap({ L2CAPAddress($0, bluezType: adapter.addressType ?? "public") }),
+            let address = device.address, let remote = L2CAPAddress(address, bluezType: device.addressType ?? "")
+        else {
+            logger.info("no L2CAP channel: an address is unknown; using GATT", metadata: ["device": "\(device.path)"])
+            return nil
+        }
+        do {
+            return try await L2CAPChannel.connect(
+                from: local, to: remote, psm: psm, receiveMTU: L2CAPCarrier.receiveMTU,
+                timeout: configuration.channelTimeout)
+        } catch {
+            logger.info(
+                "the L2CAP channel did not open; using GATT",
+                metadata: ["device": "\(device.path)", "psm": "\(psm)", "error": "\(error)"])
+            return nil
+        }
     }
 
     /// Carries fragments both ways until the link closes, the customer disconnects, or the transport stops;

@@ -3,11 +3,13 @@ import BlepayProtocol
 import BlueZ
 import Crypto
 import DBusKit
+import L2CAP
 import Logging
 import Synchronization
 
-/// The customer's side of blepay over BLE (`docs/protocol.md` §1–3, §7): serves the GATT service, advertises its
-/// service data, and runs one `Link` per business connection, the fragments to it sent as notifications.
+/// The customer's side of blepay over BLE (`docs/protocol.md` §1–3, §7, §9): serves the GATT service, advertises its
+/// service data, and runs one `Link` per business connection, the fragments to it sent as notifications, or as the
+/// SDUs of the L2CAP channel the business opened to the PSM the info characteristic names.
 ///
 /// One business at a time: BlueZ 5.66 sends a notification to every subscribed central, so while a business is
 /// connected a second one's writes are refused (`NotPermitted`) and it finds no advertisement to connect to.
@@ -33,17 +35,21 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         /// but not when the advertisement is registered afresh (seen in the virtual rig, BlueZ 5.66 on Linux 6.1).
         /// Without `Privacy` the address is the adapter's own and no power cycle changes it.
         public var renewsAddress: Bool
+        /// Whether to accept L2CAP channels (and name their PSM in the info characteristic); GATT is served
+        /// either way.
+        public var l2cap: Bool
 
         public init(
             trustedLedgerKeys: TrustedLedgerKeys, identityLifetime: Duration = .seconds(900),
             identityGrace: Duration = .seconds(300), handshakeDeadline: Duration = .seconds(60),
-            renewsAddress: Bool = false
+            renewsAddress: Bool = false, l2cap: Bool = true
         ) {
             self.trustedLedgerKeys = trustedLedgerKeys
             self.identityLifetime = identityLifetime
             self.identityGrace = identityGrace
             self.handshakeDeadline = handshakeDeadline
             self.renewsAddress = renewsAddress
+            self.l2cap = l2cap
         }
     }
 
@@ -73,6 +79,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     private let capabilities: Mutex<Capabilities>
     private let application = Mutex<GattApplicationHandle?>(nil)
     private let advertisement = Mutex<AdvertisementHandle?>(nil)
+    /// Where businesses open L2CAP channels, while `run` runs; nil without one.
+    private let listener = Mutex<L2CAPListener?>(nil)
     /// Requests to advertise afresh, carried out one at a time by `run`.
     private let readvertise = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     /// The identity was replaced and the address is to follow before the next advertisement (`renewsAddress`).
@@ -97,6 +105,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     public func run(ready: @Sendable () -> Void = {}) async throws(BlueZError) {
         defer { links.finish() }
         try await adapter.setPowered(true)
+        let listener = listen()
+        defer { listener?.close() }
         let handle = try await adapter.serve(gattApplication())
         application.withLock { $0 = handle }
         do {
@@ -185,7 +195,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         do throws(ProtocolError) {
             return try ProtocolInfo(
                 versions: BlepayProtocol.versions.sorted(by: >), capabilities: capabilities.withLock { $0 },
-                maximumMessageSize: UInt16(clamping: SecureSession.maximumMessageSize))
+                maximumMessageSize: UInt16(clamping: SecureSession.maximumMessageSize),
+                channelPSM: listener.withLock { $0?.psm })
         } catch {
             throw BlueZError(.failed, "no protocol info: \(error)")
         }
@@ -217,7 +228,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             throw BlueZError(.invalidArguments, error.description)
         }
         let (peer, outbox) = links.add(link, at: device)
-        logger.info("business connected", metadata: ["peer": "\(peer)", "mtu": "\(mtu)"])
+        logger.info("business connected", metadata: ["peer": "\(peer)", "transport": "gatt", "mtu": "\(mtu)"])
         Task { [self] in
             for await outgoing in outbox {
                 guard case .fragment(let fragment) = outgoing, await notify(fragment) else { break }
@@ -235,6 +246,75 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         } catch {
             logger.warning("a notification failed", metadata: ["error": "\(error)"])
             return false
+        }
+    }
+
+    // MARK: L2CAP
+
+    /// Listens for L2CAP channels on the adapter's address at a PSM the kernel picks, and accepts them until the
+    /// listener closes; nil (GATT only) when switched off or when the kernel has no Bluetooth sockets.
+    private func listen() -> L2CAPListener? {
+        guard configuration.l2cap else { return nil }
+        guard let address = adapter.address, let local = L2CAPAddress(address, bluezType: adapter.addressType ?? "public")
+        else {
+            logger.info("no L2CAP channel: the adapter has no LE address", metadata: ["adapter": "\(adapter.name)"])
+            return nil
+        }
+        let listener: L2CAPListener
+        do {
+            listener = try L2CAPListener(on: local, receiveMTU: L2CAPCarrier.receiveMTU)
+        } catch {
+            logger.info("no L2CAP channel; serving GATT only", metadata: ["error": "\(error)"])
+            return nil
+        }
+        self.listener.withLock { $0 = listener }
+        logger.info("accepting L2CAP channels", metadata: ["address": "\(local)", "psm": "\(listener.psm)"])
+        Task { [self] in
+            for await channel in listener.channels { accept(channel) }
+            self.listener.withLock { $0 = nil }
+        }
+        return listener
+    }
+
+    /// A business's channel: taken as its connection's link if it comes from a connected central that has no link
+    /// yet (and no other business is connected), else closed. The link runs until either end closes the channel;
+    /// then the central is hung up as after a GATT link.
+    private func accept(_ channel: L2CAPChannel) {
+        let device = adapter.device(address: channel.peer.address)
+        guard let device, device.isConnected || centrals.devices.contains(device.path) else {
+            logger.info("refusing an L2CAP channel from a device not connected", metadata: ["address": "\(channel.peer)"])
+            channel.close()
+            return
+        }
+        guard links.isEmpty else {
+            logger.info("refusing an L2CAP channel: a business is connected", metadata: ["address": "\(channel.peer)"])
+            channel.close()
+            return
+        }
+        centrals.connected(device.path)
+        let link: Link
+        do throws(BlueZError) {
+            let handshake = CustomerHandshake(
+                staticKey: identity.withLock { $0.staticKey }, info: try info(),
+                trusting: configuration.trustedLedgerKeys)
+            do throws(ProtocolError) {
+                link = try Link(customer: handshake, channelMTU: channel.sendMTU, at: .now)
+            } catch {
+                throw BlueZError(.invalidArguments, error.description)
+            }
+        } catch {
+            logger.warning("refusing an L2CAP channel", metadata: ["error": "\(error)"])
+            channel.close()
+            return
+        }
+        let (peer, outbox) = links.add(link, at: device.path)
+        logger.info(
+            "business connected",
+            metadata: ["peer": "\(peer)", "transport": "l2cap", "mtu": "\(channel.sendMTU)", "address": "\(channel.peer)"])
+        Task { [self] in
+            let reason = await L2CAPCarrier.carry(peer, of: links, over: channel, outbox: outbox, clock: clock)
+            logger.info("the L2CAP channel ended", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
+            await hangUp(device.path)
         }
     }
 

@@ -12,6 +12,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public let role: Role
     /// The Bluetooth adapter (`hci0`, …).
     public var adapter = "hci0"
+    /// Whether a payment session may run over an LE credit-based L2CAP channel rather than GATT (docs/protocol.md
+    /// §9): a customer listens for one and names its PSM in the info characteristic, a business opens one when a
+    /// customer names it. GATT is used otherwise, and always remains served.
+    public var l2cap = true
     /// Business: customers connected at once.
     public var maximumConnections = 20
     /// Customer: how long one advertising identity (ephemeral id and handshake key) is used, in seconds.
@@ -116,6 +120,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             guard configuration.adapter.wholeMatch(of: /hci[0-9]{1,3}/) != nil else {
                 throw section.error("adapter", "is an adapter name such as \"hci0\"")
             }
+            try section.boolean("l2cap", into: &configuration.l2cap)
             switch role {
             case .business:
                 try section.integer("maximum_connections", into: &configuration.maximumConnections, in: 1...32)

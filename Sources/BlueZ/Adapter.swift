@@ -8,6 +8,8 @@ public struct Adapter: Sendable, Hashable {
     /// The adapter's name, e.g. `hci0`.
     public var name: String { String(path.rawValue.split(separator: "/").last ?? "") }
     public var address: String? { session.property(path, BlueZ.adapterInterface, "Address") }
+    /// "public" or "random": the type of `address`.
+    public var addressType: String? { session.property(path, BlueZ.adapterInterface, "AddressType") }
     public var isPowered: Bool { session.property(path, BlueZ.adapterInterface, "Powered") ?? false }
 
     /// Powers the adapter on or off and waits until it reports the new state.

@@ -12,6 +12,8 @@ public struct Device: Sendable, Hashable {
     }
 
     public var address: String? { session.property(path, BlueZ.deviceInterface, "Address") }
+    /// "public" or "random": what an L2CAP socket needs besides the address.
+    public var addressType: String? { session.property(path, BlueZ.deviceInterface, "AddressType") }
     public var name: String? { session.property(path, BlueZ.deviceInterface, "Name") }
     public var isConnected: Bool { session.property(path, BlueZ.deviceInterface, "Connected") ?? false }
     public var servicesResolved: Bool { session.property(path, BlueZ.deviceInterface, "ServicesResolved") ?? false }

@@ -45,6 +45,34 @@ import Testing
         #expect(try AdvertisementData(encoded: advertisement.encoded) == advertisement)
     }
 
+    /// `Vectors/info.json`: the info characteristic without and with the channel PSM (§9), and the unknown-field
+    /// rule applied to it: the PSM is an odd tag, so a peer that predates it skips it and speaks GATT.
+    @Test func infoMatchesTheCommittedVectors() throws {
+        struct Vector: Decodable {
+            let description: String
+            let info: String
+            let with_channel: String
+            let channel_psm: UInt16
+            let with_unknown_odd_field: String
+            let with_unknown_even_field: String
+        }
+        let vector = try Vectors.load("info.json", as: Vector.self)
+        let info = try ProtocolInfo(versions: [1], capabilities: .online, maximumMessageSize: 4079)
+        let withChannel = try ProtocolInfo(
+            versions: [1], capabilities: .online, maximumMessageSize: 4079, channelPSM: vector.channel_psm)
+        #expect(info.encoded.hex == vector.info)
+        #expect(withChannel.encoded.hex == vector.with_channel)
+        #expect(try ProtocolInfo(encoded: #require([UInt8](hex: vector.info))) == info)
+        #expect(try ProtocolInfo(encoded: #require([UInt8](hex: vector.with_channel))) == withChannel)
+        #expect(try ProtocolInfo(encoded: #require([UInt8](hex: vector.with_unknown_odd_field))) == withChannel)
+        let even = try #require([UInt8](hex: vector.with_unknown_even_field))
+        #expect(protocolError { _ = try ProtocolInfo(encoded: even) } == .unknownRequiredField)
+        #expect(protocolError { _ = try ProtocolInfo(versions: [1], capabilities: [], maximumMessageSize: 1, channelPSM: 0) } == .invalidValue)
+        #expect(protocolError { _ = try ProtocolInfo(versions: [1], capabilities: [], maximumMessageSize: 1, channelPSM: 0x100) } == .invalidValue)
+        let tooLarge = try #require([UInt8](hex: vector.info + "0503808004"))
+        #expect(protocolError { _ = try ProtocolInfo(encoded: tooLarge) } == .invalidValue)
+    }
+
     @Test func signingBytesAreContextAndFieldsWithoutTheSignature() {
         let bytes = Sample.request.signingBytes
         let context = Array(PaymentRequest.signingContext.utf8)

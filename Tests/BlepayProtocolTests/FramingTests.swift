@@ -46,6 +46,7 @@ import Testing
             let fragments: [String: [String]]
             let large_record: String
             let large_fragments: [String: [String]]
+            let channel_fragments: [String: [String]]
         }
         let vector = try Vectors.load("fragments.json", as: Vector.self)
         #expect(vector.record == Self.record.hex)
@@ -58,6 +59,30 @@ import Testing
                 #expect(try fragmenter.fragments(of: record).map(\.hex) == expected)
             }
         }
+        #expect(vector.channel_fragments.keys.sorted() == ["256", "4098"])
+        for (mtu, expected) in vector.channel_fragments {
+            var fragmenter = try Fragmenter(channelMTU: try #require(Int(mtu)))
+            #expect(try fragmenter.fragments(of: Self.largeRecord).map(\.hex) == expected)
+        }
+    }
+
+    /// Over an L2CAP channel (§9) a record is one SDU when the peer takes `Framing.channelMTU`, the largest record
+    /// and its header; a peer that takes less gets SDUs of its MTU, reassembled as over ATT.
+    @Test(arguments: [Framing.channelMTU, 65535, 672, 23])
+    func channelSDUsFitThePeersMTU(_ mtu: Int) throws {
+        var fragmenter = try Fragmenter(channelMTU: mtu)
+        let largest = Array(repeating: UInt8(4), count: Framing.maximumRecordSize)
+        let sdus = try fragmenter.fragments(of: largest)
+        #expect(sdus.allSatisfy { $0.count <= mtu })
+        #expect(sdus.count == (mtu >= Framing.channelMTU ? 1 : (largest.count + mtu - 3) / (mtu - 2)))
+        var reassembler = Reassembler()
+        var records: [[UInt8]] = []
+        for sdu in sdus {
+            if let record = try reassembler.receive(sdu, at: Self.t0) { records.append(record) }
+        }
+        #expect(records == [largest])
+        #expect(protocolError { _ = try Fragmenter(channelMTU: 22) } == .invalidMTU)
+        #expect(fragmenter.overChannel)
     }
 
     @Test func recordsAreNumberedAndADuplicateFragmentIsIgnored() throws {

@@ -149,10 +149,13 @@ struct PaymentRigTests {
         // Once the link dropped, the customer took a new identity and, under Privacy, a new address with it: the
         // business found it again as another device.
         #expect(try run.text("a.customer.log").contains("powering the adapter off and on for a new address"))
-        let devices = try run.text("b.business.log").split(separator: "\n")
-            .filter { $0.contains("customer connected") }
-            .compactMap { $0.firstMatch(of: /device=(\S+)/).map { String($0.1) } }
+        let connected = try run.text("b.business.log").split(separator: "\n").filter { $0.contains("customer connected") }
+        let devices = connected.compactMap { $0.firstMatch(of: /device=(\S+)/).map { String($0.1) } }
         #expect(devices.count >= 2 && Set(devices).count >= 2, "customers connected at \(devices)")
+        // Every session ran over an L2CAP channel, not GATT (docs/protocol.md §9), on both sides.
+        #expect(connected.allSatisfy { $0.contains("transport=l2cap") }, "\(connected)")
+        let served = try run.text("a.customer.log").split(separator: "\n").filter { $0.contains("business connected") }
+        #expect(!served.isEmpty && served.allSatisfy { $0.contains("transport=l2cap") }, "\(served)")
 
         // The ledger moved exactly the amount plus the tip, once, and its books are sound.
         let before = try run.json("instruments.before.json", as: Instrument.self)
@@ -285,9 +288,19 @@ struct PaymentRigTests {
         #expect(Self.kinds(alice, first) == [.receivedPayment, .finishedPayment])
         #expect(Self.kinds(bob, first) == [.receivedPayment, .otherPaid])
         // The merchant's name is the longest allowed, in 4-byte characters: its certificate makes handshake 3 a record
-        // over 512 bytes, carried in fragments of at most 510 bytes, the most BlueZ takes in one write.
+        // over 512 bytes, carried over GATT (to bob) in fragments of at most 510 bytes, the most BlueZ takes in one
+        // write, and over alice's L2CAP channel in one SDU.
         let name = String(repeating: "🥐", count: 64)
         #expect(alice.first { $0.payment_id == first && $0.kind == .receivedPayment }?.details.merchantName == name)
+        // Alice's sessions with the business ran over L2CAP channels; bob, configured with `l2cap = false`, named no PSM and was served
+        // over GATT, and paid the second request so.
+        let connected = try run.text("one.business.log").split(separator: "\n").filter { $0.contains("customer connected") }
+        #expect(connected.contains { $0.contains("transport=l2cap") } && connected.contains { $0.contains("transport=gatt") })
+        // (The storm's central writes over GATT: its connections are logged as GATT sessions too.)
+        let alicesSessions = try run.text("one.alice.log").split(separator: "\n").filter { $0.contains("business connected") }
+        #expect(alicesSessions.filter { $0.contains("transport=l2cap") }.count >= 3, "\(alicesSessions)")
+        let bobsSessions = try run.text("one.bob.log").split(separator: "\n").filter { $0.contains("business connected") }
+        #expect(!bobsSessions.isEmpty && bobsSessions.allSatisfy { $0.contains("transport=gatt") }, "\(bobsSessions)")
         #expect(Self.kinds(bob, second) == [.receivedPayment, .finishedPayment])
         #expect(Self.kinds(alice, second) == [.receivedPayment, .otherPaid])
         #expect(Self.kinds(alice, third) == [.receivedPayment, .finishedPayment])

@@ -27,7 +27,7 @@ public enum BusinessDaemon {
             adapter: context.adapter,
             configuration: .init(
                 staticKey: noiseKey, certificate: presented,
-                maximumConnections: context.configuration.maximumConnections),
+                maximumConnections: context.configuration.maximumConnections, l2cap: context.configuration.l2cap),
             logger: context.logger, clock: context.clock)
         let history = HistoryRecorder.daemon(context)
         let service = BusinessService(

@@ -19,7 +19,7 @@ public enum CustomerDaemon {
         let settings = CustomerTransport.Configuration(
             trustedLedgerKeys: context.trustedLedgerKeys,
             identityLifetime: .seconds(context.configuration.identityLifetimeSeconds),
-            renewsAddress: context.configuration.renewAddress)
+            renewsAddress: context.configuration.renewAddress, l2cap: context.configuration.l2cap)
         let vouchers = customerVouchers(context)
         let reachability = LedgerReachability(ledger: context.ledger, logger: context.logger, meaning: (
             reachable: "the ledger is reachable; an offline business's payments are executed here",

@@ -144,12 +144,16 @@ extension ProtocolInfo: FieldCodable {
         w.bytes(1, versions)
         w.uint(2, UInt64(capabilities.rawValue))
         w.uint(3, UInt64(maximumMessageSize))
+        // Odd: a peer that predates the channel skips it (§5.1) and speaks GATT.
+        if let channelPSM { w.uint(5, UInt64(channelPSM)) }
     }
 
     init(fields r: inout FieldReader) throws(ProtocolError) {
+        // Clamped, then range-checked by the initializer: anything past 255 is `invalidValue`.
         try self.init(
             versions: Array(r.bytes(1, "versions")), capabilities: r.capabilities(2),
-            maximumMessageSize: r.uint(3, "maximum message size", as: UInt16.self))
+            maximumMessageSize: r.uint(3, "maximum message size", as: UInt16.self),
+            channelPSM: r.optionalUInt(5).map { UInt16(clamping: $0) })
     }
 }
 

@@ -1,5 +1,7 @@
-/// How records travel over GATT (`docs/protocol.md`, Framing): each ATT write or notification carries one fragment,
-/// a 2-byte header and up to MTU − 5 bytes of the record, and never more than 510 bytes in all.
+/// How records travel (`docs/protocol.md`, Framing): over GATT each ATT write or notification carries one fragment,
+/// a 2-byte header and up to MTU − 5 bytes of the record, and never more than 510 bytes in all; over an L2CAP channel
+/// (§9) each SDU carries one fragment of up to the channel's send MTU, so that a record is one SDU when both ends
+/// take `channelMTU`.
 public enum Framing {
     /// The largest record: 4096 bytes, far above any message of version 1 (a request is about 200 bytes).
     public static let maximumRecordSize = 4096
@@ -9,6 +11,10 @@ public enum Framing {
     public static let maximumFragmentSize = 510
     /// ATT's minimum MTU; a write or notification carries MTU − 3 bytes.
     public static let minimumMTU = 23
+    /// The receive MTU each end of an L2CAP channel asks for: the largest record and its header, one SDU.
+    public static let channelMTU = maximumRecordSize + headerSize
+    /// The smallest MTU of an LE credit-based channel (Core 5.3 Vol 3 Part A §4.22).
+    public static let minimumChannelMTU = 23
     /// A record's fragments must all arrive within this time of its first.
     public static let reassemblyTimeout: Duration = .seconds(5)
 
@@ -20,29 +26,52 @@ public enum Framing {
         guard mtu >= minimumMTU else { throw ProtocolError(.invalidMTU, "MTU \(mtu) is below ATT's minimum 23") }
         return min(mtu - 3, maximumFragmentSize) - headerSize
     }
+
+    /// Bytes of record per SDU of an L2CAP channel whose peer takes SDUs of up to `channelMTU` bytes.
+    public static func payloadSize(channelMTU: Int) throws(ProtocolError) -> Int {
+        guard channelMTU >= minimumChannelMTU else {
+            throw ProtocolError(.invalidMTU, "channel MTU \(channelMTU) is below LE's minimum 23")
+        }
+        return min(channelMTU, Self.channelMTU) - headerSize
+    }
 }
 
 /// Splits outgoing records into fragments; one per direction of a connection, since it numbers records.
 public struct Fragmenter: Sendable {
     public private(set) var mtu: Int
+    /// Whether fragments are SDUs of an L2CAP channel and `mtu` its send MTU, rather than ATT values.
+    public let overChannel: Bool
     private var counter: UInt8 = 0
 
+    /// Fragments for ATT at this ATT MTU.
     public init(mtu: Int) throws(ProtocolError) {
         _ = try Framing.payloadSize(mtu: mtu)
         self.mtu = mtu
+        overChannel = false
+    }
+
+    /// Fragments for an L2CAP channel whose peer takes SDUs of up to `channelMTU` bytes.
+    public init(channelMTU: Int) throws(ProtocolError) {
+        _ = try Framing.payloadSize(channelMTU: channelMTU)
+        mtu = channelMTU
+        overChannel = true
     }
 
     /// The MTU may be raised (or lowered) between records.
     public mutating func setMTU(_ mtu: Int) throws(ProtocolError) {
-        _ = try Framing.payloadSize(mtu: mtu)
+        _ = try payloadSize(mtu)
         self.mtu = mtu
+    }
+
+    private func payloadSize(_ mtu: Int) throws(ProtocolError) -> Int {
+        overChannel ? try Framing.payloadSize(channelMTU: mtu) : try Framing.payloadSize(mtu: mtu)
     }
 
     public mutating func fragments(of record: [UInt8]) throws(ProtocolError) -> [[UInt8]] {
         guard !record.isEmpty, record.count <= Framing.maximumRecordSize else {
             throw ProtocolError(.messageTooLarge, "a record is 1 to \(Framing.maximumRecordSize) bytes, not \(record.count)")
         }
-        let size = try Framing.payloadSize(mtu: mtu)
+        let size = try payloadSize(mtu)
         guard (record.count + size - 1) / size <= 256 else {
             throw ProtocolError(.messageTooLarge, "\(record.count) bytes need more than 256 fragments at MTU \(mtu)")
         }

@@ -1,8 +1,9 @@
 import Noise
 
-/// One BLE connection's protocol, either side: framing to the ATT MTU (§3), the handshake (§7) and the encrypted
-/// session that carries messages (§6). A value type without I/O: each input returns the actions to carry out, in
-/// order, and the BLE transport carries them out (fragments as ATT writes or notifications).
+/// One BLE connection's protocol, either side: framing to the ATT MTU or an L2CAP channel's (§3, §9), the handshake
+/// (§7) and the encrypted session that carries messages (§6). A value type without I/O: each input returns the
+/// actions to carry out, in order, and the BLE transport carries them out (fragments as ATT writes or
+/// notifications, or as the channel's SDUs).
 ///
 /// Any failure ends the link: the peer is told with an Error (plaintext before the handshake completes, encrypted
 /// after; §7.6) and the last action is `close`. After that, the link ignores everything.
@@ -23,21 +24,39 @@ public struct Link: Sendable {
     private var reassembler = Reassembler()
     private let openedAt: ContinuousClock.Instant
 
-    /// The customer's side of a connection a business opened (GATT server, BLE peripheral).
+    /// The customer's side of a connection a business opened (GATT server, BLE peripheral), over GATT at this ATT
+    /// MTU.
     public init(customer handshake: CustomerHandshake, mtu: Int, at now: ContinuousClock.Instant)
         throws(ProtocolError)
     {
-        state = .customer(handshake)
-        fragmenter = try Fragmenter(mtu: mtu)
-        openedAt = now
+        self.init(.customer(handshake), try Fragmenter(mtu: mtu), at: now)
     }
 
-    /// The business's side of a connection it opened (GATT client, BLE central); `start` sends handshake 1.
+    /// The customer's side over an L2CAP channel the business opened, whose send MTU is `channelMTU` (§9).
+    public init(customer handshake: CustomerHandshake, channelMTU: Int, at now: ContinuousClock.Instant)
+        throws(ProtocolError)
+    {
+        self.init(.customer(handshake), try Fragmenter(channelMTU: channelMTU), at: now)
+    }
+
+    /// The business's side of a connection it opened (GATT client, BLE central), over GATT at this ATT MTU; `start`
+    /// sends handshake 1.
     public init(business handshake: BusinessHandshake, mtu: Int, at now: ContinuousClock.Instant)
         throws(ProtocolError)
     {
-        state = .business(handshake, started: false)
-        fragmenter = try Fragmenter(mtu: mtu)
+        self.init(.business(handshake, started: false), try Fragmenter(mtu: mtu), at: now)
+    }
+
+    /// The business's side over an L2CAP channel it opened, whose send MTU is `channelMTU` (§9).
+    public init(business handshake: BusinessHandshake, channelMTU: Int, at now: ContinuousClock.Instant)
+        throws(ProtocolError)
+    {
+        self.init(.business(handshake, started: false), try Fragmenter(channelMTU: channelMTU), at: now)
+    }
+
+    private init(_ state: State, _ fragmenter: Fragmenter, at now: ContinuousClock.Instant) {
+        self.state = state
+        self.fragmenter = fragmenter
         openedAt = now
     }
 
@@ -73,7 +92,7 @@ public struct Link: Sendable {
         }
     }
 
-    /// One fragment from the peer (an ATT write the customer served, or a notification the business got).
+    /// One fragment from the peer (an ATT write the customer served, a notification the business got, or an SDU).
     /// `now` is the wall clock that the merchant certificate's validity is checked against.
     public mutating func receive(_ fragment: [UInt8], at instant: ContinuousClock.Instant, now: Timestamp)
         -> [LinkAction]

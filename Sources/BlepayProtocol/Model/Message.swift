@@ -36,14 +36,25 @@ public struct ProtocolInfo: Sendable, Hashable {
     public let capabilities: Capabilities
     /// The largest message (before encryption) the customer accepts.
     public let maximumMessageSize: UInt16
+    /// The LE PSM on which the customer accepts an L2CAP channel for the session (§9); nil when it takes none.
+    public let channelPSM: UInt16?
 
-    public init(versions: [UInt8], capabilities: Capabilities, maximumMessageSize: UInt16) throws(ProtocolError) {
+    /// LE PSMs (Core 5.3 Vol 3 Part A §4.22): 0x0001–0x007F assigned, 0x0080–0x00FF dynamic.
+    public static let channelPSMs: ClosedRange<UInt16> = 0x0001...0x00FF
+
+    public init(versions: [UInt8], capabilities: Capabilities, maximumMessageSize: UInt16, channelPSM: UInt16? = nil)
+        throws(ProtocolError)
+    {
         guard (1...16).contains(versions.count), !versions.contains(0) else {
             throw ProtocolError(.invalidValue, "1 to 16 protocol versions, none 0")
+        }
+        if let channelPSM, !Self.channelPSMs.contains(channelPSM) {
+            throw ProtocolError(.invalidValue, "channel PSM \(channelPSM) is not an LE PSM (1 to 255)")
         }
         self.versions = versions
         self.capabilities = capabilities
         self.maximumMessageSize = maximumMessageSize
+        self.channelPSM = channelPSM
     }
 }
 
