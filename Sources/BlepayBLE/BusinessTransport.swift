@@ -69,8 +69,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     /// Rung when a customer may be waiting or room was freed (bluetoothd's device events, a customer's service
     /// ending): the connect loop sleeps on it.
     private let arrivals = Wakeup()
-    /// How many customers' services have ended, for the connect loop's rescans.
-    private let servicesEnded = Atomic<Int>(0)
+    /// When a customer's service last ended: activity that puts off the connect loop's next rescan.
+    private let serviceEnded = Mutex<ContinuousClock.Instant?>(nil)
 
     public var events: AsyncStream<TransportEvent> { links.events }
 
@@ -160,12 +160,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     /// service ends, the quietest customer may be disconnected, or the next rescan is due: never on a fixed poll.
     private func connectLoop() async {
         var rescan = Rescan(first: configuration.rescanInterval, at: .now)
-        var endedSeen = 0
         while !Task.isCancelled {
-            if servicesEnded.load(ordering: .relaxed) != endedSeen {
-                endedSeen = servicesEnded.load(ordering: .relaxed)
-                rescan.activity(at: .now)
-            }
+            if let ended = serviceEnded.withLock({ $0.take() }) { rescan.activity(at: ended) }
             let waiting = waitingCustomer()
             guard let device = waiting, hasRoom else {
                 var wake: ContinuousClock.Instant?
@@ -224,7 +220,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
             // Inserted under the lock that the task's end takes to remove it.
             customers[device.path] = Task { [self] in
                 await serve(device, setupEnded: ended)
-                servicesEnded.add(1, ordering: .relaxed)
+                serviceEnded.withLock { $0 = .now }
                 arrivals.signal()
             }
         }
@@ -256,7 +252,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                 device, connectTimeout: configuration.connectTimeout, servicesTimeout: configuration.servicesTimeout)
             let handshake = try BusinessHandshake(
                 staticKey: configuration.staticKey, certificate: configuration.certificate.current, customerInfo: channel.info)
-            let l2cap = await openChannel(to: device, info: channel.info)
+            let l2cap = await openChannel(to: device, psm: handshake.customerInfo.channelPSM)
             // The handshake's 10 s run from here: a customer that does not answer is dropped by `tick`.
             let link =
                 if let l2cap { try Link(business: handshake, channelMTU: l2cap.sendMTU, at: .now) } else {
@@ -291,8 +287,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     /// The L2CAP channel to the PSM the customer's info names, if it opens within `channelTimeout`; nil to use GATT
     /// (switched off, no PSM named, or the channel failed).
-    private func openChannel(to device: Device, info: [UInt8]) async -> L2CAPChannel? {
-        guard configuration.l2cap, let psm = (try? ProtocolInfo(encoded: info))?.channelPSM else { return nil }
+    private func openChannel(to device: Device, psm: UInt16?) async -> L2CAPChannel? {
+        guard configuration.l2cap, let psm else { return nil }
         guard let local = adapter.address.flatMap({ L2CAPAddress($0, bluezType: adapter.addressType ?? "public") }),
             let address = device.address, let remote = L2CAPAddress(address, bluezType: device.addressType ?? "")
         else {

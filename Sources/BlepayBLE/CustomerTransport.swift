@@ -202,15 +202,18 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
     }
 
-    /// A business's write: answered once its fragment is taken, or refused when its link is closed or closing.
+    /// A business's write: answered once its fragment is queued for the link (the handshake's crypto it may start
+    /// does not hold up the answer, nor the D-Bus thread that carries it), or refused when its link is closed or
+    /// closing.
     private func received(_ fragment: [UInt8], _ request: GattRequest) throws(BlueZError) {
         guard let device = request.device else { throw BlueZError(.notPermitted, "a write that names no device") }
         try centrals.write(device) { () throws(BlueZError) in
             let mtu = request.mtu ?? Framing.minimumMTU
             let peer: PeerID
             if let known = links.peer(at: device) { peer = known } else { peer = try open(device, mtu: mtu) }
-            let taken = links.update(peer) { link in link.setMTU(mtu) + link.receive(fragment, at: .now, now: clock()) }
-            guard taken else { throw BlueZError(.notPermitted, "the link is closed") }
+            let clock = self.clock
+            let queued = links.queue(peer) { link in link.setMTU(mtu) + link.receive(fragment, at: .now, now: clock()) }
+            guard queued else { throw BlueZError(.notPermitted, "the link is closed") }
         }
     }
 

@@ -22,7 +22,12 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
         var closing = false
         /// When the session was established or last delivered a message.
         var lastHeard: ContinuousClock.Instant?
+        /// Input queued by `queue`, for the task that hands it to the link; nil until the first.
+        var inbox: AsyncStream<Input>.Continuation?
     }
+
+    /// Input for a link, given it later by `queue`.
+    typealias Input = @Sendable (inout Link) -> [LinkAction]
 
     private struct State {
         var peers: [PeerID: Peer] = [:]
@@ -33,8 +38,8 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
     private let continuation: AsyncStream<TransportEvent>.Continuation
     private let logger: Logger
     let events: AsyncStream<TransportEvent>
-    /// Rung whenever a link may have a new deadline (added, or given an input): the transport's `keepTime` sleeps
-    /// on it between deadlines.
+    /// Rung when a link's deadline comes earlier than the one the transport's `keepTime` may be sleeping until (a
+    /// link added, or an input that moved its deadline forward), not on every fragment.
     let wakeup = Wakeup()
 
     init(logger: Logger) {
@@ -73,10 +78,13 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
     /// the link's order. False, without running `body`, for a peer that is gone or closing: its input is refused.
     @discardableResult
     func update(_ peer: PeerID, _ body: (inout Link) -> [LinkAction]) -> Bool {
-        defer { wakeup.signal() }
+        var earlier = false
+        defer { if earlier { wakeup.signal() } }
         return state.withLock { state in
             guard var entry = state.peers[peer], !entry.closing else { return false }
+            let before = entry.link.nextDeadline
             let actions = body(&entry.link)
+            if let after = entry.link.nextDeadline { earlier = before.map { after < $0 } ?? true }
             for action in actions {
                 switch action {
                 case .transmit(let fragment): entry.outbox.yield(.fragment(fragment))
@@ -96,6 +104,25 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
                 }
             }
             state.peers[peer] = entry
+            return true
+        }
+    }
+
+    /// Like `update`, but `body` runs later, in order with the peer's other queued input, on a task of the table's:
+    /// for input whose sender waits on our answer. A GATT write is then answered once its fragment is queued,
+    /// not after the handshake's crypto that it may start. False for a peer that is gone or closing.
+    func queue(_ peer: PeerID, _ body: @escaping Input) -> Bool {
+        state.withLock { state in
+            guard var entry = state.peers[peer], !entry.closing else { return false }
+            if entry.inbox == nil {
+                let (input, inbox) = AsyncStream<Input>.makeStream()
+                entry.inbox = inbox
+                state.peers[peer] = entry
+                Task { [self] in
+                    for await body in input { update(peer, body) }
+                }
+            }
+            entry.inbox?.yield(body)
             return true
         }
     }
@@ -128,21 +155,21 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
     /// The established peer heard from least recently, if that was at least `silence` ago; nil while some peer is
     /// being closed, since its slot is already being freed.
     func quietest(silentFor silence: Duration, at now: ContinuousClock.Instant) -> PeerID? {
-        state.withLock { state in
-            guard !state.peers.values.contains(where: \.closing) else { return nil }
-            let heard = state.peers.compactMap { peer, entry in entry.lastHeard.map { (peer, $0) } }
-            guard let (peer, last) = heard.min(by: { $0.1 < $1.1 }), now - last >= silence else { return nil }
-            return peer
-        }
+        guard let (peer, last) = leastRecentlyHeard(), now - last >= silence else { return nil }
+        return peer
     }
 
-    /// When `quietest(silentFor:at:)` may next name a peer: when the established peer heard from least recently
-    /// will have been silent for `silence`; nil while some peer is being closed (its end frees a slot) or none is
-    /// established.
+    /// When `quietest(silentFor:at:)` may next name a peer; nil while it cannot name one at any time.
     func quietAt(silentFor silence: Duration) -> ContinuousClock.Instant? {
+        leastRecentlyHeard().map { $0.heard + silence }
+    }
+
+    /// The established peer heard from least recently and when; nil while some peer is being closed (its end frees
+    /// a slot) or none is established.
+    private func leastRecentlyHeard() -> (peer: PeerID, heard: ContinuousClock.Instant)? {
         state.withLock { state in
             guard !state.peers.values.contains(where: \.closing) else { return nil }
-            return state.peers.values.compactMap(\.lastHeard).min().map { $0 + silence }
+            return state.peers.compactMap { peer, entry in entry.lastHeard.map { (peer, $0) } }.min { $0.1 < $1.1 }
         }
     }
 
@@ -151,6 +178,7 @@ final class LinkTable<Address: Hashable & Sendable>: Sendable {
         state.withLock { state in
             guard let entry = state.peers.removeValue(forKey: peer) else { return }
             entry.outbox.finish()
+            entry.inbox?.finish()
             if entry.reported { continuation.yield(.disconnected(peer)) }
         }
     }

@@ -7,6 +7,8 @@ public struct BusinessHandshake: Sendable {
     private var noise: HandshakeState
     private let certificate: MerchantCertificate
     private let versions: [UInt8]
+    /// The customer's info, parsed: what it offers beyond the handshake (its L2CAP channel, §9).
+    public let customerInfo: ProtocolInfo
 
     /// - Parameters:
     ///   - staticKey: the Noise key the certificate vouches for.
@@ -20,7 +22,7 @@ public struct BusinessHandshake: Sendable {
         guard certificate.noiseKey.bytes == Array(staticKey.publicKey.rawRepresentation) else {
             throw ProtocolError(.invalidCertificate, "the certificate vouches for another Noise key than ours")
         }
-        _ = try ProtocolInfo(encoded: customerInfo)
+        self.customerInfo = try ProtocolInfo(encoded: customerInfo)
         self.certificate = certificate
         self.versions = try HandshakePayload.Offer(versions: versions).versions
         noise = HandshakeState(
