@@ -188,15 +188,13 @@ final class EventLoop: @unchecked Sendable {
         finish()
     }
 
-    /// Milliseconds until the earliest call deadline, at most one second. Without that bound (an idle connection
-    /// sleeping until the socket or a job wakes it) the whole non-rig test tier stalled: every BlueZ suite ran
-    /// into its time limit, the machine idle, although the bound never once found work waiting when it ran out.
-    /// What needs the loop's turn is not found yet; until it is, idle connections wake once a second.
+    /// Milliseconds until the earliest call deadline; -1 (no limit) with no call pending: only a message on the
+    /// socket or a job (the eventfd) then has anything for the loop to do, so an idle connection never wakes.
     private func pollTimeout() -> CInt {
-        guard let earliest = pendingCalls.values.map(\.deadline).min() else { return 1000 }
+        guard let earliest = pendingCalls.values.map(\.deadline).min() else { return -1 }
         let remaining = ContinuousClock.now.duration(to: earliest)
         let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1
-        return CInt(max(0, min(1000, ms)))
+        return CInt(clamping: max(0, ms))
     }
 
     private func expireCalls() {
