@@ -30,6 +30,8 @@ final class EventLoop: @unchecked Sendable {
     private var pendingCalls: [UInt64: PendingCall] = [:]
     private var callBySerial: [UInt32: UInt64] = [:]
     private let nextCallID = Atomic<UInt64>(1)
+    /// How often the thread has returned from waiting: what an idle connection costs the machine.
+    let wakeups = Atomic<UInt64>(0)
     var onMessage: ((OpaquePointer, DBusMessage) -> Bool)?
     var onDisconnect: (() -> Void)?
 
@@ -177,6 +179,7 @@ final class EventLoop: @unchecked Sendable {
                     revents: 0),
             ]
             _ = poll(&fds, 2, pollTimeout())
+            wakeups.add(1, ordering: .relaxed)
             if fds[0].revents != 0 {
                 var value: UInt64 = 0
                 _ = read(wakeFD, &value, 8)

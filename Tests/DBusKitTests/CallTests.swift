@@ -1,4 +1,4 @@
-import DBusKit
+@testable import DBusKit
 import Testing
 
 /// Method calls: replies, typed errors, timeouts, cancellation, concurrency and re-entrancy.
@@ -124,5 +124,23 @@ import Testing
         _ = try await pair.server.export("/test", interfaces: [DBusInterface(testInterface, methods: ["Register": register])])
         let reply = try await pair.call("Register", [.string("x")], timeout: .seconds(10))
         #expect(reply.arguments == [.string("called back")])
+    }
+}
+
+/// An idle connection's thread sleeps until the bus or a job wakes it: it used to wake once a second to look.
+@Suite struct IdleTests {
+    @Test func anIdleConnectionDoesNotWake() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        // What the bus sends a new connection (NameAcquired) arrives first.
+        try await Task.sleep(for: .milliseconds(500))
+        let before = pair.client.loop.wakeups.load(ordering: .relaxed)
+        try await Task.sleep(for: .milliseconds(2500))
+        #expect(pair.client.loop.wakeups.load(ordering: .relaxed) == before)
+        // A call still wakes it, and it goes back to sleep after the reply.
+        _ = try await pair.client.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetId")
+        #expect(pair.client.loop.wakeups.load(ordering: .relaxed) > before)
     }
 }
