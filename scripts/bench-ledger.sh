@@ -99,11 +99,14 @@ audit() {
     BLEPAY_LOG_LEVEL=warning "$ledger" audit "$@" >"$work/audit-$name.log" 2>&1 || fail "the audit of $name found problems"
 }
 
+# Appends the goal to each line the load prints.
+goal() { sed "s/\$/; goal $1/"; }
+
 # (a) SQLite: one process, its default backend.
 start sqlite --state-directory "$work/sqlite"
 "$load" payments --url "$url" --admin-token-file "$work/sqlite/admin.token" --payments "$payments" \
     --warm-up "$warm_up" --concurrency "$concurrency" --label ledger-sqlite --server-pid "$pid" \
-    2>"$work/load-sqlite.log" || fail "the load on SQLite"
+    2>"$work/load-sqlite.log" | goal ">= 3,000\/s" || fail "the load on SQLite"
 stop_servers
 audit sqlite --state-directory "$work/sqlite"
 
@@ -133,7 +136,7 @@ first=$url first_pid=$pid
 start postgres-2 --config "$work/postgres.toml"
 "$load" payments --url "$first" --url "$url" --admin-token-file "$work/postgres/admin.token" --payments "$payments" \
     --warm-up "$warm_up" --concurrency "$concurrency" --label ledger-postgres-2x --server-pid "$first_pid" \
-    --server-pid "$pid" 2>"$work/load-postgres.log" || fail "the load on PostgreSQL"
+    --server-pid "$pid" 2>"$work/load-postgres.log" | goal ">= 1,000\/s" || fail "the load on PostgreSQL"
 stop_servers
 audit postgres --config "$work/postgres.toml"
 

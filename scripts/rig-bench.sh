@@ -121,23 +121,39 @@ if ((count > 1)); then
 fi
 
 # Idle: CPU and wake-ups over 30 s without payments; peak RSS over the whole run. A wake-up is a context switch of
-# one of the daemon's threads, voluntary (it slept and was woken) or not: each is counted once.
+# one of the daemon's threads, voluntary (it slept and was woken) or not: each is counted once. Threads come and go
+# (the runtime's worker pool): one that began within the 30 s counts whole, one that ended within them is not counted
+# (summing the live threads' counters instead once gave a negative rate).
 cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "/run/blepay-$1.pid")/stat"; }
-wakeups() {
-  cat /proc/"$(cat "/run/blepay-$1.pid")"/task/*/status 2> /dev/null \
-    | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+# switches DAEMON [EARLIER]: each live thread's "tid count"; with EARLIER (such a list), the switches since.
+switches() {
+  python3 - "$(cat "/run/blepay-$1.pid")" "${2:-}" <<'PY'
+import glob, sys
+now = {}
+for path in glob.glob("/proc/%s/task/*/status" % sys.argv[1]):
+    try:
+        fields = dict(line.split(":", 1) for line in open(path) if ":" in line)
+    except OSError:
+        continue  # the thread ended meanwhile
+    now[path.split("/")[4]] = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+if not sys.argv[2]:
+    print(" ".join("%s=%d" % item for item in now.items()))
+else:
+    earlier = dict((tid, int(n)) for tid, n in (item.split("=") for item in sys.argv[2].split()))
+    print(sum(n - earlier.get(tid, 0) for tid, n in now.items()))
+PY
 }
 daemons=(business c1 ledger)
 declare -A before woken
 for d in "${daemons[@]}"; do
   before[$d]=$(cpu "$d")
-  woken[$d]=$(wakeups "$d")
+  woken[$d]=$(switches "$d")
 done
 sleep 30
 ticks=$(getconf CLK_TCK)
 for d in "${daemons[@]}"; do
   record "idle_cpu_percent.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / $ticks / 30 * 100)" "$(cpu "$d")" "${before[$d]}")"
-  record "idle_wakeups_per_s.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / 30)" "$(wakeups "$d")" "${woken[$d]}")"
+  record "idle_wakeups_per_s.$d" "$(python3 -c "import sys; print(int(sys.argv[1]) / 30)" "$(switches "$d" "${woken[$d]}")")"
   record "peak_rss_mb.$d" "$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
 done
 
