@@ -191,13 +191,14 @@ final class EventLoop: @unchecked Sendable {
         finish()
     }
 
-    /// Milliseconds until the earliest call deadline; -1 (no limit) with no call pending: only a message on the
-    /// socket or a job (the eventfd) then has anything for the loop to do, so an idle connection never wakes.
+    /// -1 (no limit) with no call pending: only a message on the socket or a job (the eventfd) then has anything
+    /// for the loop to do, so an idle connection never wakes. With calls pending, the time to the earliest deadline,
+    /// at most a second, as before: the unbounded wait was not yet proven in the rig.
     private func pollTimeout() -> CInt {
         guard let earliest = pendingCalls.values.map(\.deadline).min() else { return -1 }
         let remaining = ContinuousClock.now.duration(to: earliest)
         let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1
-        return CInt(clamping: max(0, ms))
+        return CInt(max(0, min(1000, ms)))
     }
 
     private func expireCalls() {
