@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
 import Glibc
@@ -40,11 +40,14 @@ public enum SecretFile {
         try DurableFile.syncDirectory(containing: path)
     }
 
-    /// `bytes` in a new file beside `path` (mode 0600), synced; its name.
+    /// `bytes` in a new file beside `path` (mode 0600), synced; its name. The name is unique (mkstemp): creators
+    /// racing in one process must not share a file, or one would truncate the secret another just linked into place.
     private static func writeTemporary(_ bytes: [UInt8], for path: String) throws(Failure) -> String {
-        let temporary = "\(path).\(getpid()).new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        var template = Array("\(path).XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
         guard fd >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let temporary = String(cString: template)
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)
