@@ -1,6 +1,10 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// What blepayctl links imports FoundationEssentials, never Foundation (whose ICU data alone is 34 MB, linked statically):
+// members of a module are visible only where it is imported, so Foundation cannot slip in through a dependency.
+let foundationFree: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
 let package = Package(
     name: "blepay",
     platforms: [.macOS(.v15)],
@@ -54,7 +58,8 @@ let package = Package(
             dependencies: [
                 "CDBus",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: foundationFree
         ),
         // Typed org.bluez on top of DBusKit.
         .target(
@@ -76,13 +81,15 @@ let package = Package(
         // The Noise Protocol Framework (Noise_XX_25519_ChaChaPoly_SHA256) on swift-crypto.
         .target(
             name: "Noise",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: foundationFree
         ),
         // The blepay GATT protocol: messages, binary codec, framing to the ATT MTU, certificates, signatures and
         // the encrypted session. Pure: no BlueZ, no D-Bus.
         .target(
             name: "BlepayProtocol",
-            dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: foundationFree
         ),
         // Customer and business payment state machines, the error taxonomy, the transport and ledger boundaries
         // and the drivers. No I/O; clock injected.
@@ -132,7 +139,9 @@ let package = Package(
             dependencies: ["BlepayProtocol", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Settings files (TOML, one error line naming file and key) and secret files, for every blepay program.
-        .target(name: "BlepayConfiguration", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")]),
+        .target(
+            name: "BlepayConfiguration", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")],
+            swiftSettings: foundationFree),
         // The ledger's HTTP API (Hummingbird): authentication, idempotency, routes, background expiry, config.
         .target(
             name: "BlepayLedgerServer",
@@ -164,10 +173,11 @@ let package = Package(
         ),
         // The daemons' control API as callers see it: names, methods, introspection and the values they carry. What
         // blepayctl and apps link; no daemon machinery.
-        .target(name: "BlepayControl", dependencies: ["DBusKit", "BlepayProtocol"]),
+        .target(name: "BlepayControl", dependencies: ["DBusKit", "BlepayProtocol"], swiftSettings: foundationFree),
         // A daemon's settings file, read by the daemon and by blepayctl (the ledger keys receipts are checked with).
         .target(
-            name: "BlepayDaemonConfiguration", dependencies: ["BlepayConfiguration", "BlepayControl", "BlepayProtocol"]),
+            name: "BlepayDaemonConfiguration", dependencies: ["BlepayConfiguration", "BlepayControl", "BlepayProtocol"],
+            swiftSettings: foundationFree),
         // The daemons' parts: device keys and enrollment, the customer and business services, and their D-Bus
         // control API.
         .target(
@@ -194,7 +204,8 @@ let package = Package(
             dependencies: [
                 "BlepayControl", "BlepayDaemonConfiguration", "BlepayProtocol", "DBusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: foundationFree
         ),
         .executableTarget(
             name: "blepay-ledger",

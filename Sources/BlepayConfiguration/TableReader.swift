@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TOMLKit
 
 /// Reads known keys out of a TOML table and refuses the rest.

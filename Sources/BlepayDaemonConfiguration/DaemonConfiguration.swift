@@ -1,7 +1,7 @@
 import BlepayConfiguration
 import BlepayControl
 import BlepayProtocol
-import Foundation
+import FoundationEssentials
 
 /// A daemon's settings, read from its TOML file (`config/customer.toml`, `config/business.toml` document every
 /// key). A key the file leaves out takes its default, except the ledger's public key, which every daemon needs; a
@@ -98,7 +98,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
 
     /// A path from the file, relative paths resolved in the state directory.
     public func resolve(_ path: String) -> String {
-        path.hasPrefix("/") ? path : (stateDirectory as NSString).appendingPathComponent(path)
+        path.hasPrefix("/") ? path : stateDirectory.hasSuffix("/") ? stateDirectory + path : stateDirectory + "/" + path
     }
 
     /// Reads `file`; a missing file is an error.

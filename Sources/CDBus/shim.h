@@ -4,9 +4,13 @@
 
 #include <dbus/dbus.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 
 /// A non-blocking eventfd that wakes the connection's thread.
 static inline int cdbus_wakeup_fd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+/// Names the calling thread for the kernel (15 bytes kept); prctl is variadic, which Swift cannot call.
+static inline void cdbus_name_thread(const char *name) { (void)prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 static const int CDBUS_TYPE_INVALID = DBUS_TYPE_INVALID;
 static const int CDBUS_TYPE_BYTE = DBUS_TYPE_BYTE;

@@ -72,6 +72,6 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
 
     /// Single quotes cannot be escaped inside quotes: close the quote, add `\'`, reopen.
     private static func quote(_ value: String) -> String {
-        "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        "'" + value.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 }

@@ -100,7 +100,7 @@ final class RawMessage: @unchecked Sendable {
 
     func errorReply(name: String, message text: String) -> RawMessage {
         let name = dbus_validate_error_name(name, nil) != 0 ? name : DBusError.failedName
-        let safeText = text.replacingOccurrences(of: "\0", with: "")
+        let safeText = String(text.unicodeScalars.filter { $0 != "\0" })
         guard let m = dbus_message_new_error(pointer, name, safeText) else {
             preconditionFailure("libdbus is out of memory")
         }

@@ -1,5 +1,7 @@
 import CDBus
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -46,7 +48,7 @@ final class EventLoop: @unchecked Sendable {
     /// Opens the connection on a new loop thread and returns once the bus has accepted us.
     func start(_ open: @escaping @Sendable () throws(DBusError) -> OpaquePointer) async throws(DBusError) {
         let result: Result<Void, DBusError> = await withCheckedContinuation { continuation in
-            let thread = Thread { [self] in
+            startLoopThread(named: "blepay-dbus") { [self] in
                 do throws(DBusError) {
                     let c = try open()
                     connection = c
@@ -62,8 +64,6 @@ final class EventLoop: @unchecked Sendable {
                 }
                 run()
             }
-            thread.name = "blepay-dbus"
-            thread.start()
         }
         try result.get()
     }

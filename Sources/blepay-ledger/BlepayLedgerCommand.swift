@@ -58,7 +58,7 @@ func configured<T>(_ body: () throws -> T) throws -> T {
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the ledger's HTTP API.")
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the ledger's HTTP API.")
 
     @OptionGroup var options: Options
 
@@ -84,7 +84,7 @@ struct Serve: AsyncParsableCommand {
 }
 
 struct Audit: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "audit",
         abstract: "Check that every transfer balances and every payment has the postings its status implies.",
         discussion: "Exits 0 when the books are sound, 1 with one line per problem when not.")
 

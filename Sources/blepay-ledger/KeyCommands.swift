@@ -7,7 +7,7 @@ import Foundation
 
 /// Prints one line per key: id, status, public key.
 struct Keys: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the ledger's signing keys with their ids and status.")
+    static let configuration = CommandConfiguration(commandName: "keys", abstract: "List the ledger's signing keys with their ids and status.")
 
     @OptionGroup var options: Options
 

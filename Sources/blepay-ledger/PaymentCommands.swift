@@ -43,7 +43,7 @@ struct TimeArgument: ExpressibleByArgument {
 extension PaymentExport.Format: ExpressibleByArgument {}
 
 struct Export: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "export",
         abstract: "Write a merchant's payments, newest first, as CSV or JSON.",
         discussion: """
             --from and --to are a day (YYYY-MM-DD, its start in UTC) or milliseconds since 1970; --from is inclusive, \

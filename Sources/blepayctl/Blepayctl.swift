@@ -3,7 +3,8 @@ import BlepayControl
 import BlepayDaemonConfiguration
 import BlepayProtocol
 import DBusKit
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `blepayctl`: a command for every method of the daemons' control API, and `watch` for their events.
 /// Exit codes: 0 done; 1 refused by the daemon (the error's stable name is printed); 3 the daemon is not running
@@ -30,8 +31,8 @@ struct Blepayctl: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as Failure {
-            FileHandle.standardError.write(Data("blepayctl: \(failure)\n".utf8))
-            Foundation.exit(failure.exitCode.rawValue)
+            Output.write(Data("blepayctl: \(failure)\n".utf8), to: STDERR_FILENO)
+            Glibc.exit(failure.exitCode.rawValue)
         } catch {
             exit(withError: error)
         }
@@ -70,7 +71,7 @@ struct RoleOption: ParsableArguments {
 }
 
 struct Request: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "request",
         abstract: "Send a payment request to every customer nearby (business); prints its payment id.")
     @Argument(help: "The amount, e.g. 25.50.") var amount: String
     @Argument(help: "The ISO 4217 currency, e.g. USD.") var currency: String
@@ -88,7 +89,7 @@ struct Request: AsyncParsableCommand {
 }
 
 struct Cancel: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Withdraw an open payment request (business).")
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Withdraw an open payment request (business).")
     @Argument(help: "The payment id.") var paymentID: String
     @OptionGroup var global: Global
 
@@ -100,7 +101,7 @@ struct Cancel: AsyncParsableCommand {
 }
 
 struct Start: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Start receiving payment requests (customer).")
+    static let configuration = CommandConfiguration(commandName: "start", abstract: "Start receiving payment requests (customer).")
     @OptionGroup var global: Global
     func run() async throws {
         let control = try await global.connect()
@@ -110,7 +111,7 @@ struct Start: AsyncParsableCommand {
 }
 
 struct Stop: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Stop receiving payment requests (customer).")
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop receiving payment requests (customer).")
     @OptionGroup var global: Global
     func run() async throws {
         let control = try await global.connect()
@@ -120,7 +121,7 @@ struct Stop: AsyncParsableCommand {
 }
 
 struct Accept: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "accept",
         abstract: "Accept a payment request shown by receivedPayment (customer).",
         discussion: "The amount and currency are the request's unless given; they must match it.")
     @Argument(help: "The payment id.") var paymentID: String
@@ -149,7 +150,7 @@ struct Accept: AsyncParsableCommand {
 }
 
 struct Decline: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Decline a payment request (customer).")
+    static let configuration = CommandConfiguration(commandName: "decline", abstract: "Decline a payment request (customer).")
     @Argument(help: "The payment id.") var paymentID: String
     @OptionGroup var global: Global
 
@@ -161,7 +162,7 @@ struct Decline: AsyncParsableCommand {
 }
 
 struct Instruments: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the customer's payment instruments.")
+    static let configuration = CommandConfiguration(commandName: "instruments", abstract: "List the customer's payment instruments.")
     @OptionGroup var global: Global
 
     func run() async throws {
@@ -171,7 +172,7 @@ struct Instruments: AsyncParsableCommand {
 }
 
 struct AddCard: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "add-card",
         abstract: "Add a card to the customer's instruments; prints its instrument id.",
         discussion: """
             The card number and CVC are read from standard input, one per line, so that they never appear in the \
@@ -198,7 +199,7 @@ struct AddCard: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show where a payment stands.")
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show where a payment stands.")
     @Argument(help: "The payment id.") var paymentID: String
     @OptionGroup var role: RoleOption
     @OptionGroup var global: Global
@@ -210,7 +211,7 @@ struct Status: AsyncParsableCommand {
 }
 
 struct Watch: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "watch",
         abstract: "Print the daemons' payment events as they happen, until interrupted.")
     @OptionGroup var role: RoleOption
     @OptionGroup var global: Global
@@ -224,7 +225,7 @@ struct Watch: AsyncParsableCommand {
 }
 
 struct Interface: ParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "interface",
         abstract: "Print a daemon's D-Bus interface as introspection XML, with argument names (as installed).")
     @Argument(help: "customer or business.") var role: DaemonConfiguration.Role
 

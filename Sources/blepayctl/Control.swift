@@ -3,7 +3,8 @@ import BlepayControl
 import BlepayDaemonConfiguration
 import BlepayProtocol
 import DBusKit
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The daemons as `blepayctl` reaches them: calls with refusals turned into exit codes, and output as text or JSON.
 struct Control {
@@ -84,7 +85,7 @@ struct Control {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             line = (try? encoder.encode(object)) ?? Data()
         }
-        FileHandle.standardOutput.write(line + Data("\n".utf8))
+        Output.write(line + Data("\n".utf8), to: STDOUT_FILENO)
     }
 
     func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {

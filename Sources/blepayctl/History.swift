@@ -3,10 +3,10 @@ import BlepayControl
 import BlepayDaemonConfiguration
 import BlepayProtocol
 import DBusKit
-import Foundation
+import FoundationEssentials
 
 struct Payments: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "payments",
         abstract: "List the payments in the daemon's history, newest first.",
         discussion: "The history outlives restarts; ended payments stay for the configuration's history.retention_days.")
     @Option(help: "Only payments since then: a date (2026-11-01, UTC), a duration back from now (2h, 7d) or ms since 1970.")
@@ -51,7 +51,7 @@ struct Payments: AsyncParsableCommand {
 }
 
 struct Show: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "show",
         abstract: "Show a payment from the daemon's history: its events, its refunds, and its receipt verified.",
         discussion: """
             The receipt is verified with the ledger public keys of the daemon's configuration file. Exit code 5: \

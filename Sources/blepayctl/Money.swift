@@ -1,10 +1,11 @@
 import ArgumentParser
 import BlepayControl
+import BlepayProtocol
 import DBusKit
-import Foundation
+import FoundationEssentials
 
 struct Refund: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "refund",
         abstract: "Refund a settled payment in full or in part (business); prints the refund.",
         discussion: """
             The ledger moves the money back to the instrument that paid and signs a refund receipt; the customer's \
@@ -34,23 +35,16 @@ struct Refund: AsyncParsableCommand {
 }
 
 struct Report: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "report",
         abstract: "The merchant's takings on a day, by currency, from the ledger (business).")
-    @Option(help: "The day, YYYY-MM-DD (default: today).") var date: String?
-    @Option(help: "The time zone the day is counted in (default: this host's).") var timeZone = TimeZone.current.identifier
+    @Option(help: "The day, YYYY-MM-DD (default: today in the time zone).") var date: String?
+    @Option(help: "The time zone the day is counted in, an IANA name (default: the system's).") var timeZone: String?
     @OptionGroup var global: Global
 
     func run() async throws {
         let control = try await global.connect()
-        let day = date ?? Self.today(in: TimeZone(identifier: timeZone) ?? .current)
-        let reply = try await control.call(.business, "DailyReport", [.string(day), .string(timeZone)])
+        // The daemon fills in what is left empty: blepayctl links no time zone data.
+        let reply = try await control.call(.business, "DailyReport", [.string(date ?? ""), .string(timeZone ?? "")])
         control.print(try ControlReport(dbus: reply.arguments))
-    }
-
-    static func today(in zone: TimeZone) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let parts = calendar.dateComponents([.year, .month, .day], from: Date())
-        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
     }
 }

@@ -2,7 +2,7 @@ import BlepayControl
 import BlepayDaemonConfiguration
 import BlepayProtocol
 import DBusKit
-import Foundation
+import FoundationEssentials
 
 /// Something `blepayctl` prints: as a line of text, or (`--json`) as one JSON object of the control API's contract.
 protocol OutputLine: Encodable {

@@ -2,19 +2,19 @@ import ArgumentParser
 import BlepayControl
 import BlepayProtocol
 import DBusKit
-import Foundation
+import FoundationEssentials
 
 extension ControlSettlement: OutputLine {}
 
 /// `blepayctl settlement …`: the payments taken offline that wait for the ledger, on the business (what it accepted)
 /// or the customer (its copies of what its businesses kept).
 struct Settlement: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "settlement",
         abstract: "Show what was taken offline and the ledger has not settled yet.",
         subcommands: [Status.self, List.self], defaultSubcommand: Status.self)
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "status",
             abstract: "How many payments wait for the ledger, their totals, and whether the ledger answers.",
             discussion: "With --now, send what waits to the ledger at once rather than at the next settlement interval.")
         @Flag(help: "Send what waits to the ledger now.") var now = false
@@ -41,7 +41,7 @@ struct Settlement: AsyncParsableCommand {
                 (try? Currency(code)).flatMap { try? Money(minorUnits: units, currency: $0) }.map(\.description) ?? "\(units) \(code)"
             }
             let since = line.oldest_queued_at.map {
-                ", oldest since " + ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000))
+                ", oldest since " + Date(timeIntervalSince1970: Double($0) / 1000).formatted(.iso8601)
             } ?? ""
             control.print(line, text: "waiting \(line.waiting)\(totals.isEmpty ? "" : ": " + totals.joined(separator: ", "))\(since); "
                 + "ledger \(line.ledger_reachable ? "reachable" : "unreachable")")
@@ -49,7 +49,7 @@ struct Settlement: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "list",
             abstract: "Each payment that waits (oldest first), then the latest the ledger settled or refused.")
         @OptionGroup var role: RoleOption
         @OptionGroup var global: Global

@@ -1,17 +1,18 @@
 import ArgumentParser
 import BlepayControl
+import BlepayProtocol
 import DBusKit
 
 extension ControlVoucher: OutputLine {}
 
 /// `blepayctl voucher …`: the customer's pre-authorizations for payments made while both sides are offline.
 struct Voucher: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+    static let configuration = CommandConfiguration(commandName: "voucher",
         abstract: "Obtain, list and void the customer's pre-authorization vouchers.",
         subcommands: [Obtain.self, List.self, Cancel.self], defaultSubcommand: List.self)
 
     struct Obtain: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "obtain",
             abstract: "Have the ledger set an amount aside on an instrument, to be spent offline until it expires.")
         @Argument(help: "The limit, e.g. 50.00.") var amount: String
         @Argument(help: "The currency, e.g. EUR.") var currency: String
@@ -36,7 +37,7 @@ struct Voucher: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the vouchers held, soonest to expire first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the vouchers held, soonest to expire first.")
         @OptionGroup var global: Global
 
         func run() async throws {

@@ -57,13 +57,13 @@ struct DaemonOptions: ParsableArguments {
 }
 
 struct Customer: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Receive payment requests over BLE and accept or cancel them.")
+    static let configuration = CommandConfiguration(commandName: "customer", abstract: "Receive payment requests over BLE and accept or cancel them.")
     @OptionGroup var options: DaemonOptions
     func run() async throws { try await options.run(.customer) { CustomerDaemon.services($0) } }
 }
 
 struct Business: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send payment requests to customers nearby over BLE.")
+    static let configuration = CommandConfiguration(commandName: "business", abstract: "Send payment requests to customers nearby over BLE.")
     @OptionGroup var options: DaemonOptions
     func run() async throws { try await options.run(.business) { try BusinessDaemon.services($0) } }
 }

@@ -148,6 +148,16 @@ import TestSupport
             #expect(report.merchantID == merchant.account.id && report.date == today)
             #expect(eur.count == 1 && eur.gross == 2_550 && eur.tips == 100 && eur.refundCount == 1 && eur.refunds == 1_000)
             #expect(eur.net == 1_650)
+            // Left empty, the day is today and the zone the daemon's own.
+            let defaulted = try ControlReport(dbus: try await call("DailyReport", [.string(""), .string("")]))
+            #expect(defaulted.date == Date().formatted(Date.ISO8601FormatStyle(timeZone: .current).year().month().day()))
+            #expect(defaulted.timeZone == TimeZone.current.identifier)
+            do throws(DBusError) {
+                _ = try await call("DailyReport", [.string(""), .string("Mars/Olympus")])
+                Issue.record("an unknown time zone was taken")
+            } catch {
+                #expect(error.name == "org.blepay.Error.InvalidArguments")
+            }
             do throws(DBusError) {
                 _ = try await call("DailyReport", [.string("yesterday"), .string("UTC")])
                 Issue.record("a malformed date was taken")

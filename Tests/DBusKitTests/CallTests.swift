@@ -1,4 +1,5 @@
 @testable import DBusKit
+import Foundation
 import Testing
 
 /// Method calls: replies, typed errors, timeouts, cancellation, concurrency and re-entrancy.
@@ -142,5 +143,14 @@ import Testing
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetId")
         #expect(pair.client.loop.wakeups.load(ordering: .relaxed) > before)
+    }
+
+    /// `top -H`, `ps -L` and backtraces tell a connection's thread apart from the process's others by its name.
+    @Test func theConnectionsThreadIsNamedForTheKernel() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+        let names = tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        #expect(names.contains("blepay-dbus\n"))
     }
 }

@@ -60,12 +60,18 @@ public enum BusinessControl {
                 } catch { throw ControlAPI.error(error) }
             },
             "DailyReport": { call in
-                let (date, zone) = (try call.arguments[0].decode(String.self), try call.arguments[1].decode(String.self))
-                guard date.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil, TimeZone(identifier: zone) != nil else {
-                    throw ControlAPI.invalidArgument("a day is YYYY-MM-DD and a time zone an IANA name, not \(date) \(zone)")
+                let (given, zone) = (try call.arguments[0].decode(String.self), try call.arguments[1].decode(String.self))
+                // Empty means this host's zone and today in it: time zones need the system's zone data, which a
+                // caller as thin as blepayctl does not link.
+                guard let timeZone = zone.isEmpty ? TimeZone.current : TimeZone(identifier: zone) else {
+                    throw ControlAPI.invalidArgument("a time zone is an IANA name, not \(zone)")
+                }
+                let date = given.isEmpty ? Date().formatted(Date.ISO8601FormatStyle(timeZone: timeZone).year().month().day()) : given
+                guard date.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil else {
+                    throw ControlAPI.invalidArgument("a day is YYYY-MM-DD, not \(date)")
                 }
                 do throws(PaymentError) {
-                    return ControlReport(try await refunds.dailyReport(date: date, timeZone: zone)).dbusValues
+                    return ControlReport(try await refunds.dailyReport(date: date, timeZone: timeZone.identifier)).dbusValues
                 } catch { throw ControlAPI.error(error) }
             },
         ]
