@@ -69,11 +69,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // GATT loopback peer used by the virtual BLE rig tests and benchmarks.
+        // GATT and L2CAP loopback peer used by the virtual BLE rig tests and benchmarks.
         .executableTarget(
             name: "blepay-loopback",
             dependencies: [
-                "BlueZ",
+                "BlueZ", "L2CAP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

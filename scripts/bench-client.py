@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The daemons' bench client: one process that stays on the system bus, as an app does, and times payments from its
-own D-Bus calls to the PaymentEvent signals it receives (each stamped by a receiver thread when it arrives).
+own D-Bus calls to the PaymentEvent signals it receives (each stamped by a receiver thread when it arrives), and
+splits both timings into legs by the business's own events (offered; accepted, finished).
 
 For each of PAYMENTS payments: the business's SendPaymentRequest -> the customer's receivedPayment ("<prefix>shown"),
 then the customer's AcceptPayment -> its finishedPayment ("<prefix>finished_call"); the business's `finished` is
@@ -60,11 +61,19 @@ def main() -> None:
                 for i in range(payments):
                     asked = time.monotonic()
                     (payment,) = call(business, "SendPaymentRequest", "tss", 100, "USD", f"{prefix}bench-{i}")
-                    out.write(f"{prefix}shown {wait(customer, 'receivedPayment', payment) - asked}\n")
+                    shown = wait(customer, "receivedPayment", payment)
+                    out.write(f"{prefix}shown {shown - asked}\n")
                     accepted = time.monotonic()
                     call(customer, "AcceptPayment", "sttssb", payment, 100, 0, "USD", instrument, False)
-                    out.write(f"{prefix}finished_call {wait(customer, 'finishedPayment', payment) - accepted}\n")
-                    wait(business, "finished", payment)
+                    finished = wait(customer, "finishedPayment", payment)
+                    out.write(f"{prefix}finished_call {finished - accepted}\n")
+                    # Where the time goes: each daemon's own events split both timings into legs.
+                    offered = wait(business, "offered", payment)
+                    taken, executed = wait(business, "accepted", payment), wait(business, "finished", payment)
+                    for leg, seconds in (("request_to_offered", offered - asked), ("offered_to_shown", shown - offered),
+                                         ("accept_to_business", taken - accepted), ("business_to_ledger_done", executed - taken),
+                                         ("ledger_done_to_customer", finished - executed)):
+                        out.write(f"{prefix}leg.{leg} {seconds}\n")
 
 
 if __name__ == "__main__":

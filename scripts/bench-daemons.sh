@@ -11,7 +11,8 @@ payments=${2:-50}
 wide=(${3:-10 20})
 offline=${4:-20}
 out=$(mktemp -d /tmp/blepay-bench-daemons.XXXXXX)
-trap 'rm -rf "$out"' EXIT
+# Kept when a scenario fails: each daemon's log and events are what tells why.
+trap 'if (($? == 0)); then rm -rf "$out"; else echo "bench: the daemons'"'"' logs are kept in $out" >&2; fi' EXIT
 
 # run DIR CUSTOMERS PAYMENTS OFFLINE: the scenario in the rig, its results in DIR/daemons-bench.json.
 run() {
@@ -37,10 +38,19 @@ for key, label, goal in (("request_to_received_ms", "SendPaymentRequest call -> 
                          ("call_to_finished_ms", "AcceptPayment call -> finishedPayment", "goal p50 <= 80 ms"),
                          ("offline_request_to_received_ms", "both offline, SendPaymentRequest call -> receivedPayment", None),
                          ("offline_call_to_pending_ms", "both offline, AcceptPayment call -> finishedPayment (pending settlement)", None),
-                         ("blepayctl_start_ms", "blepayctl start (--help)", "goal p50 <= 30 ms")):
+                         ("blepayctl_start_ms", "blepayctl start (--help)", "goal p50 <= 30 ms"),
+                         ("true_start_ms", "/bin/true start (the rig's floor for any process)", None),
+                         ("bluetoothctl_start_ms", "bluetoothctl start (--version)", None)):
     if r.get(key):
         print("bench: daemons %s over %d runs p50 %.1f ms p95 %.1f ms%s"
               % (label, r[key]["count"], r[key]["p50"], r[key]["p95"], "; " + goal if goal else ""))
+legs = r.get("legs_p50_ms") or {}
+if legs:
+    print("bench: daemons request legs p50: call -> business offered %.1f ms, offered -> customer shown %.1f ms"
+          % (legs["request_to_offered"], legs["offered_to_shown"]))
+    print("bench: daemons accept legs p50: call -> business has the acceptance %.1f ms, -> ledger executed %.1f ms, "
+          "-> customer finished %.1f ms" % (legs["accept_to_business"], legs["business_to_ledger_done"],
+                                             legs["ledger_done_to_customer"]))
 for b in [r["broadcast"]] + [json.load(open(path + "/daemons-bench.json"))["broadcast"] for path in sys.argv[2:]]:
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request (goal <= 2 s); %d otherPaid, the last %.2f s after the accept (goal <= 1 s)"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))
@@ -49,4 +59,10 @@ for d in sorted(r["idle_cpu_percent"]):
     wakeups = r.get("idle_wakeups_per_s", {}).get(d)
     print("bench: daemons %s idle CPU %.2f%% of a core, %s wake-ups/s (goal <= 1/s, <= 0.1%%), peak RSS %.1f MB (goal <= 20 MB)"
           % (d, r["idle_cpu_percent"][d], "%.1f" % wakeups if wakeups is not None else "?", r["peak_rss_mb"][d]))
+    if d in r.get("rss_file_mb", {}):
+        print("bench: daemons %s resident after idling: %.1f MB of its binary's pages (file-backed, shared), %.1f MB its own"
+              % (d, r["rss_file_mb"][d], r["rss_anon_mb"][d]))
+    threads = r.get("idle_thread_wakeups_per_s", {}).get(d, {})
+    if threads:
+        print("bench: daemons %s idle wake-ups/s by thread: %s" % (d, ", ".join("%s %.1f" % item for item in threads.items())))
 PY

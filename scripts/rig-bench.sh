@@ -5,7 +5,8 @@
 #     advertising, discovery, connection, handshake and the request's delivery);
 #   PAYMENTS payments with c1 on its open connection, made by the bench's own client (scripts/bench-client.py), which
 #     stays on the bus as an app does: SendPaymentRequest call -> receivedPayment, AcceptPayment call ->
-#     finishedPayment; and, on its own, blepayctl's start (`blepayctl --help`, 20 times);
+#     finishedPayment; and, on its own, blepayctl's start (`blepayctl --help`, 20 times) beside /bin/true's and
+#     `bluetoothctl --version`'s;
 #   broadcast: c2..cN join; one request (one SendPaymentRequest call) shown to all of them, c1 accepts, every other
 #     one gets otherPaid;
 #   idle: each daemon's CPU and wake-ups (context switches of all its threads) per second over 30 s without
@@ -53,7 +54,8 @@ card=$(blepayctl instruments --instance c1 --json | head -n 1 | json '["id"]')
 if ((offline > 0)); then blepayctl voucher obtain "$offline.00" USD --hours 2 --instance c1 > /dev/null; fi
 stop c1
 
-now() { date +%s.%N; }
+# Bash's own clock: a `date` process costs 50-120 ms under the rig's emulation.
+now() { echo "$EPOCHREALTIME"; }
 # when NAME KIND ID: the time (its own stamp) NAME's watch saw event KIND for payment ID; waits up to 240 s.
 when() {
   python3 - "$out/$1.events.jsonl" "$2" "$3" <<'PY' || fail "$1 never saw $2 for $3"
@@ -89,10 +91,18 @@ record discovery "$(since "$(when c1 receivedPayment "$id")" "$started")"
 blepayctl cancel "$id" > /dev/null
 
 client "$payments"
-for ((i = 0; i < 20; i++)); do
+# blepayctl's start beside the rig's floor: any process at all (/bin/true), and bluetoothctl.
+timed() {
+  local name=$1 started
+  shift
   started=$(now)
-  blepayctl --help > /dev/null
-  record ctl_start "$(since "$(now)" "$started")"
+  "$@" > /dev/null
+  record "$name" "$(since "$(now)" "$started")"
+}
+for ((i = 0; i < 20; i++)); do
+  timed ctl_start blepayctl --help
+  timed true_start /bin/true
+  timed bluetoothctl_start bluetoothctl --version
 done
 
 for name in "${customers[@]:1}"; do
@@ -125,22 +135,31 @@ fi
 # (the runtime's worker pool): one that began within the 30 s counts whole, one that ended within them is not counted
 # (summing the live threads' counters instead once gave a negative rate).
 cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "/run/blepay-$1.pid")/stat"; }
-# switches DAEMON [EARLIER]: each live thread's "tid count"; with EARLIER (such a list), the switches since.
+# switches DAEMON [EARLIER]: each live thread's "tid=count"; with EARLIER (such a list), the switches since: the
+# total, then "NAME COUNT" for each thread name (what wakes: "blepay-dbus" a D-Bus connection, "NIO-ELT-…" a
+# network event loop, the runtime's pool the rest).
 switches() {
   python3 - "$(cat "/run/blepay-$1.pid")" "${2:-}" <<'PY'
-import glob, sys
-now = {}
+import collections, glob, sys
+now, names = {}, {}
 for path in glob.glob("/proc/%s/task/*/status" % sys.argv[1]):
     try:
         fields = dict(line.split(":", 1) for line in open(path) if ":" in line)
     except OSError:
         continue  # the thread ended meanwhile
-    now[path.split("/")[4]] = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+    tid = path.split("/")[4]
+    now[tid] = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+    names[tid] = fields["Name"].strip().replace(" ", "_")
 if not sys.argv[2]:
     print(" ".join("%s=%d" % item for item in now.items()))
 else:
     earlier = dict((tid, int(n)) for tid, n in (item.split("=") for item in sys.argv[2].split()))
-    print(sum(n - earlier.get(tid, 0) for tid, n in now.items()))
+    by_name = collections.Counter()
+    for tid, n in now.items():
+        by_name[names[tid]] += n - earlier.get(tid, 0)
+    print(sum(by_name.values()))
+    for name, n in by_name.most_common():
+        if n: print(name, n)
 PY
 }
 daemons=(business c1 ledger)
@@ -153,8 +172,15 @@ sleep 30
 ticks=$(getconf CLK_TCK)
 for d in "${daemons[@]}"; do
   record "idle_cpu_percent.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / $ticks / 30 * 100)" "$(cpu "$d")" "${before[$d]}")"
-  record "idle_wakeups_per_s.$d" "$(python3 -c "import sys; print(int(sys.argv[1]) / 30)" "$(switches "$d" "${woken[$d]}")")"
+  switches "$d" "${woken[$d]}" > "$out/idle-$d.switches"
+  record "idle_wakeups_per_s.$d" "$(python3 -c "import sys; print(int(sys.argv[1]) / 30)" "$(head -n 1 "$out/idle-$d.switches")")"
+  tail -n +2 "$out/idle-$d.switches" | while read -r name n; do
+    record "idle_thread_wakeups_per_s/$d/$name" "$(python3 -c "print($n / 30)")"
+  done
   record "peak_rss_mb.$d" "$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
+  # What the resident pages are: the binary's own (file-backed, shared with the page cache) or the process's.
+  record "rss_file_mb.$d" "$(awk '/^RssFile:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
+  record "rss_anon_mb.$d" "$(awk '/^RssAnon:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
 done
 
 # Both offline: nothing answers at the ledger's address any more.
@@ -183,14 +209,21 @@ result = {
     **{key: {"count": len(samples[kind]), "p50": pct(samples[kind], 50) * 1000, "p95": pct(samples[kind], 95) * 1000}
        if kind in samples else None
        for key, kind in (("request_to_received_ms", "shown"), ("call_to_finished_ms", "finished_call"), ("offline_request_to_received_ms", "offline_shown"),
-                         ("offline_call_to_pending_ms", "offline_finished_call"), ("blepayctl_start_ms", "ctl_start"))},
+                         ("offline_call_to_pending_ms", "offline_finished_call"), ("blepayctl_start_ms", "ctl_start"),
+                         ("true_start_ms", "true_start"), ("bluetoothctl_start_ms", "bluetoothctl_start"))},
     # With one customer there is nobody to hear otherPaid.
     "broadcast": {"customers": len(samples.get("other_paid", [])) + 1, "other_paid": len(samples.get("other_paid", [])),
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
                   "accept_to_last_other_paid_s": samples.get("broadcast_other_paid", [None])[0]},
+    # p50 of each leg of the two timings, in ms (see bench-client.py).
+    "legs_p50_ms": {k[len("leg."):]: pct(v, 50) * 1000 for k, v in samples.items() if k.startswith("leg.")},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
     "idle_wakeups_per_s": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_wakeups_per_s.")},
     "peak_rss_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("peak_rss_mb.")},
+    "rss_file_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("rss_file_mb.")},
+    "rss_anon_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("rss_anon_mb.")},
+    "idle_thread_wakeups_per_s": {d: {k.split("/", 2)[2]: v[0] for k, v in samples.items()
+                                      if k.startswith("idle_thread_wakeups_per_s/%s/" % d)} for d in ("business", "c1", "ledger")},
 }
 json.dump(result, open(f"{out}/daemons-bench.json", "w"), indent=2)
 PY

@@ -51,9 +51,10 @@ public final class L2CAPChannel: Sendable {
         self.peer = peer
         (receiveMTU, sendMTU) = mtus
         (incoming, sink) = AsyncStream.makeStream()
-        let thread = Thread { [self] in run() }
-        thread.name = "blepay-l2cap"
-        thread.start()
+        Thread { [self] in
+            cbt_name_thread("blepay-l2cap")
+            run()
+        }.start()
     }
 
     /// Opens a channel from the adapter at `local` to `psm` on `peer`, which must already be connected over LE (the
@@ -173,9 +174,10 @@ enum Connecting {
         defer { Glibc.close(cancel) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<L2CAPError?, Never>) in
-                let thread = Thread { done.resume(returning: poll(fd, cancel: cancel, timeout: timeout)) }
-                thread.name = "blepay-l2cap-connect"
-                thread.start()
+                Thread {
+                    cbt_name_thread("blepay-l2cap-cn")
+                    done.resume(returning: poll(fd, cancel: cancel, timeout: timeout))
+                }.start()
             }
         } onCancel: {
             Socket.wake(cancel)

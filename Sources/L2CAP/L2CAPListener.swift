@@ -28,9 +28,10 @@ public final class L2CAPListener: Sendable {
             throw error
         }
         (channels, sink) = AsyncStream.makeStream()
-        let thread = Thread { [self] in run() }
-        thread.name = "blepay-l2cap-listen"
-        thread.start()
+        Thread { [self] in
+            cbt_name_thread("blepay-l2cap-ls")
+            run()
+        }.start()
     }
 
     /// Stops accepting; channels already handed out stay open. Idempotent.

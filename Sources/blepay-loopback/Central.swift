@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import Foundation
+import L2CAP
 
 /// Finds the loopback peripheral by service UUID, connects, subscribes, writes each payload and checks that
 /// every byte comes back by notification; then disconnects.
@@ -82,6 +83,10 @@ struct Central: AsyncParsableCommand {
             if received != sent { failures.append("round trip \(i)") }
         }
         report.roundTripsTimed = rtts.count
+        var channelRTTs: [Double]?
+        if let psm = options.l2capPSM {
+            channelRTTs = try await l2capRoundTrips(adapter, device, psm: psm, sizes: sizes, failures: &failures)
+        }
 
         try await device.disconnect()
         print("central: disconnected")
@@ -94,9 +99,49 @@ struct Central: AsyncParsableCommand {
                 print("bench: write-notify-rtt-p95 \(format(percentile(rtts, 0.95))) ms")
                 print("bench: write-notify-round-trips \(rtts.count) count")
             }
+            if let channelRTTs, !channelRTTs.isEmpty {
+                print("bench: l2cap-sdu-rtt-p50 \(format(percentile(channelRTTs, 0.50))) ms")
+                print("bench: l2cap-sdu-rtt-p95 \(format(percentile(channelRTTs, 0.95))) ms")
+                print("bench: l2cap-sdu-round-trips \(channelRTTs.count) count")
+            }
         }
         session.close()
         guard failures.isEmpty else { throw LoopbackFailure("bytes differ for \(failures.joined(separator: ", "))") }
+    }
+}
+
+extension Central {
+    /// Over an L2CAP channel on the same connection: each size echoed whole and checked, then `roundTrips` timed
+    /// 20-byte SDUs, as the GATT ones are.
+    func l2capRoundTrips(_ adapter: Adapter, _ device: Device, psm: UInt16, sizes: [Int], failures: inout [String])
+        async throws -> [Double]
+    {
+        let channel = try await L2CAPChannel.connect(
+            from: options.l2capAddress(adapter.address, type: adapter.addressType),
+            to: options.l2capAddress(device.address, type: device.addressType), psm: psm, receiveMTU: 512,
+            timeout: .seconds(10))
+        defer { channel.close() }
+        var incoming = channel.incoming.makeAsyncIterator()
+        func roundTrip(_ value: [UInt8]) async throws -> [UInt8] {
+            try await channel.send(value)
+            guard let echoed = await incoming.next() else { throw LoopbackFailure("the L2CAP channel closed") }
+            return echoed
+        }
+        for (index, size) in sizes.enumerated() {
+            let sent = payload(size: size, seed: 2000 + index)
+            let verdict = try await roundTrip(sent) == sent ? "ok" : "MISMATCH"
+            if verdict != "ok" { failures.append("\(size) B over L2CAP") }
+            print("central: \(size) B echoed \(verdict) over L2CAP (PSM \(psm), send MTU \(channel.sendMTU))")
+        }
+        var rtts: [Double] = []
+        for i in 0..<roundTrips {
+            let sent = payload(size: 20, seed: 3000 + i)
+            let start = ContinuousClock.now
+            let received = try await roundTrip(sent)
+            rtts.append(milliseconds(start.duration(to: .now)))
+            if received != sent { failures.append("L2CAP round trip \(i)") }
+        }
+        return rtts
     }
 }
 

@@ -1,9 +1,10 @@
 import ArgumentParser
 import BlueZ
 import Foundation
+import L2CAP
 import Logging
 
-/// blepay-loopback: a GATT echo peripheral and a central that checks it, over real BlueZ. The virtual BLE
+/// blepay-loopback: a GATT (and optionally L2CAP) echo peripheral and a central that checks it, over real BlueZ. The virtual BLE
 /// rig runs the two (on two adapters of one host, or on two hosts) to prove the BlueZ layer end to end,
 /// and to measure it; and a hostile central (`storm`) that the customer daemon and bluetoothd must outlive.
 @main
@@ -34,6 +35,17 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(help: "Print 'bench: <name> <value> <unit>' lines.")
     var bench = false
+
+    @Option(help: "Also echo over an LE credit-based L2CAP channel at this PSM (128-255), beside GATT.")
+    var l2capPSM: UInt16?
+
+    /// An LE address of BlueZ's, as the kernel's sockets take it.
+    func l2capAddress(_ address: String?, type: String?) throws -> L2CAPAddress {
+        guard let address, let local = L2CAPAddress(address, bluezType: type ?? "public") else {
+            throw LoopbackFailure("no LE address for an L2CAP channel: \(address ?? "?") (\(type ?? "?"))")
+        }
+        return local
+    }
 
     func makeLogger(_ label: String) -> Logger {
         var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }

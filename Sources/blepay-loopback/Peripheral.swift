@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import Foundation
+import L2CAP
 import Synchronization
 
 /// Advertises the loopback service, echoes writes as notifications, and records who connected and
@@ -41,6 +42,17 @@ struct Peripheral: AsyncParsableCommand {
                     ])
             ]))
         await echo.attach(app)
+        let listener = try options.l2capPSM.map { psm in
+            try L2CAPListener(on: options.l2capAddress(adapter.address, type: adapter.addressType), psm: psm, receiveMTU: 512)
+        }
+        if let listener {
+            // Each SDU straight back: the channel's own round trip, no GATT and no D-Bus.
+            Task {
+                for await channel in listener.channels {
+                    Task { for await sdu in channel.incoming { try? await channel.send(sdu) } }
+                }
+            }
+        }
         let advertisement = Advertisement(serviceUUIDs: [LoopbackService.service], localName: "blepay-loopback")
         let advertising = Locked<AdvertisementHandle?>(try await adapter.advertise(advertisement))
         logger.info("advertising", metadata: ["adapter": "\(adapter.name)", "address": "\(adapter.address ?? "?")"])
@@ -83,6 +95,7 @@ struct Peripheral: AsyncParsableCommand {
             return first
         }
         await advertising.withLock { $0.take() }?.stop()
+        listener?.close()
         await app.stop()
         let final = report.withLock { r in
             r.notifiedBytes = echo.notifiedBytes
