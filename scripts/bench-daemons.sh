@@ -54,6 +54,9 @@ if legs:
 for b in [r["broadcast"]] + [json.load(open(path + "/daemons-bench.json"))["broadcast"] for path in sys.argv[2:]]:
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request (goal <= 2 s); %d otherPaid, the last %.2f s after the accept (goal <= 1 s)"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))
+    if b.get("cpu_busy") is not None:
+        print("bench: daemons broadcast to %d customers: the emulated CPU was %.0f%% busy until all were shown"
+              % (b["customers"], 100 * b["cpu_busy"]))
 # The goal while idle: at most 1 wake-up a second and 0.1% of a core (the ledger is not a blepayd).
 for d in sorted(r["idle_cpu_percent"]):
     wakeups = r.get("idle_wakeups_per_s", {}).get(d)
