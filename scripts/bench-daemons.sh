@@ -51,6 +51,8 @@ if legs:
     print("bench: daemons accept legs p50: call -> business has the acceptance %.1f ms, -> ledger executed %.1f ms, "
           "-> customer finished %.1f ms" % (legs["accept_to_business"], legs["business_to_ledger_done"],
                                              legs["ledger_done_to_customer"]))
+if r.get("payments_cpu_busy") is not None and r.get("payments"):
+    print("bench: daemons the emulated CPU was %.0f%% busy during the payments" % (100 * r["payments_cpu_busy"]))
 for b in [r["broadcast"]] + [json.load(open(path + "/daemons-bench.json"))["broadcast"] for path in sys.argv[2:]]:
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request (goal <= 2 s); %d otherPaid, the last %.2f s after the accept (goal <= 1 s)"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))

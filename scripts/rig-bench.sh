@@ -98,6 +98,10 @@ PY
 }
 since() { python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$1" "$2"; }
 record() { echo "$1 $2" >> "$out/bench.samples"; }
+# busy: the emulated CPU's busy jiffies and all its jiffies so far (/proc/stat); two readings give the share of the
+# CPU the rig used between them: near 1, what was timed waited for the one emulated CPU, not for the air.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+share() { python3 -c "import sys; a, b, c, d = map(int, sys.argv[1:]); print((c - a) / max(1, d - b))" $1 $2; }
 # The bench's client: PAYMENTS payments with c1, samples named PREFIXshown and PREFIXfinished_call.
 client() { PYTHONPATH="$out/python" python3 "$(dirname "$0")/bench-client.py" "$1" c1 "$card" "$out/bench.samples" "${2:-}"; }
 # request: one SendPaymentRequest call as an app makes it (dbus-send starts in milliseconds); prints the payment id.
@@ -113,7 +117,9 @@ customer c1
 record discovery "$(since "$(when c1 receivedPayment "$id")" "$started")"
 blepayctl cancel "$id" > /dev/null
 
+cpu_before=$(busy)
 client "$payments"
+record payments_cpu_busy "$(share "$cpu_before" "$(busy)")"
 # blepayctl's start beside the rig's floor: any process at all (/bin/true), and bluetoothctl.
 timed() {
   local name=$1 started
@@ -132,10 +138,6 @@ for name in "${customers[@]:1}"; do
   customer "$name"
   fund_card --instance "$name"
 done
-# busy: the emulated CPU's busy jiffies and all its jiffies so far (/proc/stat); two readings give the share of the
-# CPU the rig used between them: near 1, the broadcast waited for the one emulated CPU, not for the air.
-busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
-share() { python3 -c "import sys; a, b, c, d = map(int, sys.argv[1:]); print((c - a) / max(1, d - b))" $1 $2; }
 asked=$(now)
 cpu_before=$(busy)
 id=$(request 200 broadcast)
@@ -236,6 +238,7 @@ result = {
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
                   "accept_to_last_other_paid_s": samples.get("broadcast_other_paid", [None])[0]},
     # p50 of each leg of the two timings, in ms (see bench-client.py).
+    "payments_cpu_busy": samples.get("payments_cpu_busy", [None])[0],
     "legs_p50_ms": {k[len("leg."):]: pct(v, 50) * 1000 for k, v in samples.items() if k.startswith("leg.")},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
     "idle_wakeups_per_s": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_wakeups_per_s.")},

@@ -74,14 +74,7 @@ struct Central: AsyncParsableCommand {
             print("central: \(size) B echoed \(verdict) (mtu \(rx.mtu ?? 0))")
         }
 
-        var rtts: [Double] = []
-        for i in 0..<roundTrips {
-            let sent = payload(size: 20, seed: 1000 + i)
-            let start = ContinuousClock.now
-            let received = try await roundTrip(sent)
-            rtts.append(milliseconds(start.duration(to: .now)))
-            if received != sent { failures.append("round trip \(i)") }
-        }
+        let rtts = try await timedRoundTrips(roundTrips, seed: 1000, named: "round trip", failures: &failures, roundTrip)
         report.roundTripsTimed = rtts.count
         var channelRTTs: [Double]?
         if let psm = options.l2capPSM {
@@ -133,16 +126,24 @@ extension Central {
             if verdict != "ok" { failures.append("\(size) B over L2CAP") }
             print("central: \(size) B echoed \(verdict) over L2CAP (PSM \(psm), send MTU \(channel.sendMTU))")
         }
-        var rtts: [Double] = []
-        for i in 0..<roundTrips {
-            let sent = payload(size: 20, seed: 3000 + i)
-            let start = ContinuousClock.now
-            let received = try await roundTrip(sent)
-            rtts.append(milliseconds(start.duration(to: .now)))
-            if received != sent { failures.append("L2CAP round trip \(i)") }
-        }
-        return rtts
+        return try await timedRoundTrips(roundTrips, seed: 3000, named: "L2CAP round trip", failures: &failures, roundTrip)
     }
+}
+
+/// `count` timed round trips of 20 bytes each, in milliseconds; a mismatch is added to `failures` by its `name`.
+func timedRoundTrips(
+    _ count: Int, seed: Int, named name: String, failures: inout [String],
+    _ roundTrip: ([UInt8]) async throws -> [UInt8]
+) async throws -> [Double] {
+    var rtts: [Double] = []
+    for i in 0..<count {
+        let sent = payload(size: 20, seed: seed + i)
+        let start = ContinuousClock.now
+        let received = try await roundTrip(sent)
+        rtts.append(milliseconds(start.duration(to: .now)))
+        if received != sent { failures.append("\(name) \(i)") }
+    }
+    return rtts
 }
 
 func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
