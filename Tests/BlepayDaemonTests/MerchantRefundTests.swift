@@ -145,7 +145,7 @@ import TestSupport
             let today = Date().formatted(.iso8601.year().month().day())
             let report = try ControlReport(dbus: try await call("DailyReport", [.string(today), .string("UTC")]))
             let eur = try #require(report.currencies.first { $0.currency == "EUR" })
-            #expect(report.merchantID == merchant.account.id && report.date == today)
+            #expect(report.merchantID == merchant.account.id && report.date == today && report.timeZone == "UTC")
             #expect(eur.count == 1 && eur.gross == 2_550 && eur.tips == 100 && eur.refundCount == 1 && eur.refunds == 1_000)
             #expect(eur.net == 1_650)
             // Left empty, the day is today and the zone the daemon's own.

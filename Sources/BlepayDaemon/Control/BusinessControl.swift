@@ -66,12 +66,15 @@ public enum BusinessControl {
                 guard let timeZone = zone.isEmpty ? TimeZone.current : TimeZone(identifier: zone) else {
                     throw ControlAPI.invalidArgument("a time zone is an IANA name, not \(zone)")
                 }
-                let date = given.isEmpty ? Date().formatted(Date.ISO8601FormatStyle(timeZone: timeZone).year().month().day()) : given
+                let date = given.isEmpty
+                    ? Date().formatted(Date.ISO8601FormatStyle(timeZone: timeZone).year().month().day()) : given
                 guard date.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil else {
                     throw ControlAPI.invalidArgument("a day is YYYY-MM-DD, not \(date)")
                 }
+                // A zone given is passed on as given: the report names it as the caller did.
+                let name = zone.isEmpty ? timeZone.identifier : zone
                 do throws(PaymentError) {
-                    return ControlReport(try await refunds.dailyReport(date: date, timeZone: timeZone.identifier)).dbusValues
+                    return ControlReport(try await refunds.dailyReport(date: date, timeZone: name)).dbusValues
                 } catch { throw ControlAPI.error(error) }
             },
         ]
