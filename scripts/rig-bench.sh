@@ -19,7 +19,8 @@ set -euo pipefail
 payments=${2:-50}
 count=${3:-5}
 offline=${4:-20}
-export BLEPAY_LOG_LEVEL=info
+# BLEPAY_BENCH_LOG_LEVEL=debug shows what each daemon does meanwhile (and costs the emulated CPU its writes).
+export BLEPAY_LOG_LEVEL=${BLEPAY_BENCH_LOG_LEVEL:-info}
 source "$(dirname "$0")/rig-lib.sh"
 install_blepay "$1"
 ledger=$ledger_url
