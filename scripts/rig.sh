@@ -17,7 +17,7 @@
 #   a = fd00:b1e::a, b = fd00:b1e::b, and no other network.
 # Commands get BLEPAY_RIG_HOST (one|a|b), BLEPAY_RIG_OUT, BLEPAY_RIG_ADAPTERS and, on two hosts,
 # BLEPAY_RIG_PEER_ADDR. The exit status is 0 when every command exited 0, else the first failure's status.
-# Logs are kept (and their folder printed) when anything fails.
+# Logs, and what the commands wrote to --out, are kept (and their folder printed) when anything fails.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -138,6 +138,8 @@ echo "rig: $topology finished in $((SECONDS - start))s"
 if ((status != 0 || keep_logs)); then
   mkdir -p "$logs"
   cp "$work"/*.log "$logs"/ 2>/dev/null || true
+  # What the commands wrote (the daemons' own logs among it) goes with them.
+  cp -r "$out" "$logs/out" 2>/dev/null || true
   echo "rig: logs kept in $logs" >&2
   if ((status != 0)); then
     for log in "$logs"/*bluetoothd.log; do

@@ -84,6 +84,10 @@ public struct LedgerClient: Sendable {
             tls: tls, host: host, logger: logger)
     }
 
+    /// How many TLS connections this client, and every client made from it by `with` and `once`, opened: each
+    /// carries request after request while the ledger keeps it open.
+    public var connectionsOpened: Int { tls?.connectionsOpened ?? 0 }
+
     /// GET `path` as `T`.
     public func get<T: Decodable>(_ path: String, as _: T.Type = T.self) async throws(LedgerClientError) -> T {
         try await send("GET", path, body: [], idempotencyKey: nil)

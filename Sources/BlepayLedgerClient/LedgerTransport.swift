@@ -8,10 +8,11 @@ import NIOSSL
 import NIOTLS
 import Synchronization
 
-/// How a client reaches an `https://` ledger: one HTTP/1.1 exchange per TLS connection. It is the client's own
-/// rather than a general HTTP client's so that the server's certificate, its chain and name verified, is checked
-/// against the pin before a byte of the request is sent. (A loopback `http://` ledger is reached through
-/// AsyncHTTPClient's pooled connections.)
+/// How a client reaches an `https://` ledger: HTTP/1.1 over TLS connections it keeps for the next request. It is the
+/// client's own rather than a general HTTP client's so that the server's certificate, its chain and name verified, is
+/// checked against the pin before a byte of a request is sent on a connection. (A loopback `http://` ledger is
+/// reached through AsyncHTTPClient's pooled connections.) A kept connection costs no timer: one the server closed is
+/// dropped as it closes, and one idle longer than `maximumIdle` is closed when next looked at.
 final class LedgerTransport: Sendable {
     private let host: String
     private let port: Int
@@ -22,93 +23,137 @@ final class LedgerTransport: Sendable {
     private let pin: [UInt8]?
     /// The TLS failure last logged, so that a daemon retrying every few seconds says it once.
     private let lastFailure = Mutex<String?>(nil)
+    /// Connections that carried an answer and wait for the next request, newest last.
+    private let idle = Mutex<[(channel: any Channel, since: NIODeadline)]>([])
+    private let opened = Atomic<Int>(0)
+    private let maximumIdle: TimeAmount
+    private static let maximumKept = 4
 
-    init(host: String, port: Int, trust: LedgerTrust) {
+    /// `maximumIdle`: how long a connection is kept unused (the ledger closes its own after `idle_timeout_seconds`).
+    init(host: String, port: Int, trust: LedgerTrust, maximumIdle: TimeAmount = .seconds(60)) {
         self.host = host
         self.port = port
         authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         tls = Result { () throws(LedgerClientError) in try trust.context() }
         pin = trust.pin
+        self.maximumIdle = maximumIdle
     }
 
-    /// Sends one request and collects the answer (at most 4 MiB). A `LedgerClientError` (no trusted TLS) means
-    /// nothing was sent; any other error, that the exchange failed.
+    /// How many TLS connections this transport has opened.
+    var connectionsOpened: Int { opened.load(ordering: .relaxed) }
+
+    /// Sends one request and collects the answer, on a kept connection if one is open, else on a new one. A
+    /// `LedgerClientError` (no trusted TLS, or an answer over 4 MiB) is final; any other error, that the exchange
+    /// failed.
     func exchange(_ method: String, _ path: String, headers: HTTPHeaders, body: [UInt8], timeout: TimeAmount)
         async throws -> (Int, [UInt8])
     {
         let context = try tls.get()
-        // Copied out: the channel's closures must not hold on to the transport.
-        let (host, port, authority, pin) = (host, port, authority, pin)
         let deadline = NIODeadline.now() + timeout
-        let (channel, handshake) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(timeout)
-            .connect(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    let handshake = channel.eventLoop.makePromise(of: Void.self)
-                    // No server name for an address: NIO SSL then checks the address against the certificate.
-                    try pipeline.addHandler(NIOSSLClientHandler(context: context,
-                        serverHostname: Loopback.isAddress(host) ? nil : host))
-                    try pipeline.addHandler(HandshakeWatch(handshake))
-                    try pipeline.addHTTPClientHandlers()
-                    let exchange = try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
-                        wrappingChannelSynchronously: channel)
-                    return (exchange, handshake.futureResult)
-                }
+        var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: headers)
+        head.headers.replaceOrAdd(name: "Host", value: authority)
+        head.headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
+        let body = ByteBuffer(bytes: body)
+        if let kept = takeIdle() {
+            do {
+                return try await send(head, body, on: kept, deadline: deadline, timeout: timeout)
+            } catch is ConnectionClosedUnanswered {
+                // Closed as the request went out: sent again below, on a connection of its own.
             }
-        let timer = channel.channel.eventLoop.scheduleTask(deadline: deadline) { channel.channel.close(promise: nil) }
+        }
+        let channel = try await connect(context, deadline: deadline, timeout: timeout)
+        return try await send(head, body, on: channel, deadline: deadline, timeout: timeout)
+    }
+
+    /// One exchange on `channel`, closed at `deadline` if the answer has not come; kept afterwards if the server
+    /// keeps it open.
+    private func send(_ head: HTTPRequestHead, _ body: ByteBuffer, on channel: any Channel, deadline: NIODeadline,
+        timeout: TimeAmount) async throws -> (Int, [UInt8])
+    {
+        let timer = channel.eventLoop.scheduleTask(deadline: deadline) { channel.close(promise: nil) }
         defer { timer.cancel() }
+        let answer = channel.eventLoop.makePromise(of: LedgerAnswer.self)
+        channel.writeAndFlush(LedgerExchange(head: head, body: body, answer: answer), promise: nil)
         do {
-            return try await Self.exchange(method, path, headers: headers, body: body, on: channel, handshake: handshake,
-                authority: authority, pin: pin)
+            let received = try await answer.futureResult.get()
+            if received.keepAlive { keep(channel) } else { channel.close(promise: nil) }
+            return (received.status, received.body)
         } catch where NIODeadline.now() >= deadline && !(error is LedgerClientError) {
             // The timer closed the connection: say so rather than how the closing showed.
             throw TimedOut(timeout: timeout)
+        } catch LedgerClientError.invalidResponse(let reason) {
+            throw LedgerClientError.invalidResponse("\(head.method) \(head.uri): \(reason)")
+        } catch {
+            channel.close(promise: nil)
+            throw error
         }
     }
 
-    /// A connection closed at the deadline.
-    private struct TimedOut: Error, CustomStringConvertible {
-        let timeout: TimeAmount
-        var description: String { "no answer within \(timeout.nanoseconds / 1_000_000) ms" }
-    }
-
-    private static func exchange(_ method: String, _ path: String, headers: HTTPHeaders, body: [UInt8],
-        on channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, handshake: EventLoopFuture<Void>,
-        authority: String, pin: [UInt8]?) async throws -> (Int, [UInt8])
-    {
-        try await channel.executeThenClose { inbound, outbound in
-            do { try await handshake.get() } catch { throw Self.tlsFailure(error) ?? error }
+    /// A new TLS connection, its handshake done and the server's key checked against the pin.
+    private func connect(_ context: NIOSSLContext, deadline: NIODeadline, timeout: TimeAmount) async throws -> any Channel {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let handshake = loop.makePromise(of: Void.self)
+        // No server name for an address: NIO SSL then checks the address against the certificate.
+        let serverName = Loopback.isAddress(host) ? nil : host
+        let channel = try await ClientBootstrap(group: loop)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
+                    try pipeline.addHandler(HandshakeWatch(handshake))
+                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(ExchangeHandler())
+                }
+            }
+            .connect(host: host, port: port).get()
+        opened.add(1, ordering: .relaxed)
+        let timer = channel.eventLoop.scheduleTask(deadline: deadline) { channel.close(promise: nil) }
+        defer { timer.cancel() }
+        do {
+            do { try await handshake.futureResult.get() } catch { throw Self.tlsFailure(error) ?? error }
             if let pin {
-                let leaf = try await channel.channel.nioSSL_peerCertificate().get()
-                let presented = try leaf.map(LedgerTrust.pin(of:))
+                let presented = try await channel.nioSSL_peerCertificate().get().map(LedgerTrust.pin(of:))
                 guard presented == pin else {
                     throw LedgerClientError.tlsFailed(
                         "the ledger's certificate key is not the pinned one (it is sha256/\(Data(presented ?? []).base64EncodedString()))")
                 }
             }
-            var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: headers)
-            head.headers.replaceOrAdd(name: "Host", value: authority)
-            head.headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
-            head.headers.replaceOrAdd(name: "Connection", value: "close")
-            try await outbound.write(.head(head))
-            if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-            try await outbound.write(.end(nil))
-            var status = 0
-            var answer = ByteBuffer()
-            for try await part in inbound {
-                switch part {
-                case .head(let head): status = Int(head.status.code)
-                case .body(var chunk):
-                    guard answer.readableBytes + chunk.readableBytes <= 4 << 20 else {
-                        throw LedgerClientError.invalidResponse("\(method) \(path): an answer over 4 MiB")
-                    }
-                    answer.writeBuffer(&chunk)
-                case .end: return (status, Array(buffer: answer))
-                }
-            }
-            throw ChannelError.eof
+            return channel
+        } catch {
+            channel.close(promise: nil)
+            if NIODeadline.now() >= deadline && !(error is LedgerClientError) { throw TimedOut(timeout: timeout) }
+            throw error
         }
+    }
+
+    /// The newest kept connection still open and not idle too long; the others are closed.
+    private func takeIdle() -> (any Channel)? {
+        let now = NIODeadline.now()
+        let (taken, stale) = idle.withLock { idle -> ((any Channel)?, [any Channel]) in
+            var stale: [any Channel] = []
+            while let last = idle.popLast() {
+                if last.channel.isActive && now - last.since < maximumIdle { return (last.channel, stale) }
+                stale.append(last.channel)
+            }
+            return (nil, stale)
+        }
+        for channel in stale { channel.close(promise: nil) }
+        return taken
+    }
+
+    private func keep(_ channel: any Channel) {
+        let dropped = idle.withLock { idle -> (any Channel)? in
+            idle.append((channel, .now()))
+            return idle.count > Self.maximumKept ? idle.removeFirst().channel : nil
+        }
+        dropped?.close(promise: nil)
+    }
+
+    /// An exchange that did not finish by its deadline.
+    private struct TimedOut: Error, CustomStringConvertible {
+        let timeout: TimeAmount
+        var description: String { "no answer within \(timeout.nanoseconds / 1_000_000) ms" }
     }
 
     /// `error` as the client reports it when TLS refused the server: its certificate's chain or name.
@@ -129,40 +174,5 @@ final class LedgerTransport: Sendable {
         guard let reason else { return }
         logger.log(level: new ? .error : .debug, "no trusted connection to the ledger; not retried",
             metadata: ["error": "\(reason)"])
-    }
-}
-
-/// Fulfils a promise when the TLS handshake completes, or fails it with why it did not: an error, the connection
-/// closing, or the channel torn down without ever connecting (the network unreachable).
-private final class HandshakeWatch: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-    private let promise: EventLoopPromise<Void>
-    private var settled = false
-
-    init(_ promise: EventLoopPromise<Void>) { self.promise = promise }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case TLSUserEvent.handshakeCompleted = event { settle(nil) }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        settle(error)
-        context.fireErrorCaught(error)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        settle(ChannelError.eof)
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        settle(ChannelError.ioOnClosedChannel)
-    }
-
-    private func settle(_ error: (any Error)?) {
-        guard !settled else { return }
-        settled = true
-        if let error { promise.fail(error) } else { promise.succeed() }
     }
 }

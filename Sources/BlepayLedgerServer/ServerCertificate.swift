@@ -68,6 +68,9 @@ final class ServerCertificate: Sendable {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: loaded.chain.map { .certificate($0) }, privateKey: .privateKey(loaded.key))
         tls.minimumTLSVersion = .tlsv12
+        // A closing connection's wait for the client's close_notify: HTTP answers are complete by then, and a client
+        // that keeps its connection would otherwise hold a stopping ledger 5 s (NIO SSL's default) per connection.
+        tls.shutdownTimeout = .seconds(1)
         tls.sslContextCallback = { [self] _, promise in
             let loaded = current()
             var override = NIOSSLContextConfigurationOverride()

@@ -66,6 +66,37 @@ import Testing
         }
     }
 
+    /// Each request paid a TCP and TLS handshake of its own (a daemon's every probe and payment did): now the client
+    /// keeps its connection, and a connection the ledger closed, as idle or as it restarts, is replaced unnoticed.
+    @Test func requestsShareOneConnectionUntilTheLedgerClosesIt() async throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        let ledger = try await RunningLedger.start(.sqlite, tls: (authority, try authority.issue()),
+            configure: { $0.idleTimeoutSeconds = 2 })
+        do {
+            // One attempt per call: a kept connection that failed a call would show.
+            let client = ledger.admin
+            #expect(client.connectionsOpened == 0)
+            let key = try await client.ledgerKey().publicKey
+            let account = try await client.createAccount(CreateAccount(kind: .merchant, name: "Café"))
+            #expect(try await client.account(account.id).name == "Café")
+            #expect(try await client.once(timeoutSeconds: 3).ledgerKey().publicKey == key)
+            #expect(client.connectionsOpened == 1)
+
+            try await Task.sleep(for: .seconds(3))  // past the ledger's idle timeout: it closed the connection
+            #expect(try await client.ledgerKey().publicKey == key)
+            #expect(client.connectionsOpened == 2)
+
+            try await ledger.down {}
+            #expect(try await client.ledgerKey().publicKey == key)
+            #expect(client.connectionsOpened == 3)
+        } catch {
+            try await ledger.stop()
+            throw error
+        }
+        try await ledger.stop()
+    }
+
     @Test func aRenewedCertificateIsServedToNewConnectionsWithoutARestart() async throws {
         try await withHTTPSLedger { ledger, authority, certificate in
             let key = ledger.server.ledgerKey.publicKey.bytes.hex
