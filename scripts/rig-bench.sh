@@ -57,23 +57,6 @@ stop c1
 
 # Bash's own clock: a `date` process costs 50-120 ms under the rig's emulation.
 now() { echo "$EPOCHREALTIME"; }
-# when NAME KIND ID: the time (its own stamp) NAME's watch saw event KIND for payment ID; waits up to 240 s.
-when() {
-  python3 - "$out/$1.events.jsonl" "$2" "$3" <<'PY' || fail "$1 never saw $2 for $3"
-import json, sys, time
-from datetime import datetime
-path, kind, payment = sys.argv[1:]
-deadline = time.time() + 240
-while time.time() < deadline:
-    for line in open(path):
-        e = json.loads(line)
-        if e["event"] == kind and e["payment_id"] == payment:
-            print(datetime.fromisoformat(e["time"]).timestamp())
-            sys.exit(0)
-    time.sleep(0.01)
-sys.exit(1)
-PY
-}
 # last_of KIND ID NAME...: the latest time (each event's own stamp) any of the NAMEs saw KIND for ID, once all have;
 # one process that looks twice a second, so that the bench does not take the emulated CPU from what it measures.
 last_of() {
@@ -115,7 +98,7 @@ request() {
 id=$(blepayctl request 1.00 USD --reference discovery)
 started=$(now)
 customer c1
-record discovery "$(since "$(when c1 receivedPayment "$id")" "$started")"
+record discovery "$(since "$(last_of receivedPayment "$id" c1)" "$started")"
 blepayctl cancel "$id" > /dev/null
 
 cpu_before=$(busy)

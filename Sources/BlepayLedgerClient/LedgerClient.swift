@@ -174,26 +174,30 @@ public struct LedgerClient: Sendable {
         guard tls != nil || Loopback.contains(host) || !carriesSecrets(method, path) else {
             throw LedgerClientError.insecureTransport("\(method) \(path) to \(host) over plain HTTP")
         }
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/json")
-        if let idempotencyKey { headers.add(name: "Idempotency-Key", value: idempotencyKey) }
-        switch credentials {
-        case .none: break
-        case .bearer(let token): headers.add(name: "Authorization", value: "Bearer \(token)")
-        case .device(let id, let secret):
-            let timestamp = Int64(Date().timeIntervalSince1970)
-            let nonce = UUID().uuidString.lowercased()
-            headers.add(name: RequestAuthentication.deviceHeader, value: id)
-            headers.add(name: RequestAuthentication.timestampHeader, value: "\(timestamp)")
-            headers.add(name: RequestAuthentication.nonceHeader, value: nonce)
-            headers.add(name: RequestAuthentication.signatureHeader, value: RequestAuthentication.sign(
-                method: method, path: path, timestamp: timestamp, nonce: nonce, idempotencyKey: idempotencyKey, body: body,
-                secret: secret))
+        // Signed anew for each send: a request sent again on a new connection carries a fresh timestamp and nonce.
+        let headers = { [credentials] () -> HTTPHeaders in
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            if let idempotencyKey { headers.add(name: "Idempotency-Key", value: idempotencyKey) }
+            switch credentials {
+            case .none: break
+            case .bearer(let token): headers.add(name: "Authorization", value: "Bearer \(token)")
+            case .device(let id, let secret):
+                let timestamp = Int64(Date().timeIntervalSince1970)
+                let nonce = UUID().uuidString.lowercased()
+                headers.add(name: RequestAuthentication.deviceHeader, value: id)
+                headers.add(name: RequestAuthentication.timestampHeader, value: "\(timestamp)")
+                headers.add(name: RequestAuthentication.nonceHeader, value: nonce)
+                headers.add(name: RequestAuthentication.signatureHeader, value: RequestAuthentication.sign(
+                    method: method, path: path, timestamp: timestamp, nonce: nonce, idempotencyKey: idempotencyKey, body: body,
+                    secret: secret))
+            }
+            return headers
         }
         if let tls { return try await tls.exchange(method, path, headers: headers, body: body, timeout: retry.timeout) }
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
-        request.headers = headers
+        request.headers = headers()
         if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await http.execute(request, timeout: retry.timeout)
         let answer = try await response.body.collect(upTo: 4 << 20)

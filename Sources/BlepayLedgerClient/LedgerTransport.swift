@@ -45,24 +45,28 @@ final class LedgerTransport: Sendable {
     /// Sends one request and collects the answer, on a kept connection if one is open, else on a new one. A
     /// `LedgerClientError` (no trusted TLS, or an answer over 4 MiB) is final; any other error, that the exchange
     /// failed.
-    func exchange(_ method: String, _ path: String, headers: HTTPHeaders, body: [UInt8], timeout: TimeAmount)
+    /// `headers` are asked for at each send.
+    func exchange(_ method: String, _ path: String, headers: () -> HTTPHeaders, body: [UInt8], timeout: TimeAmount)
         async throws -> (Int, [UInt8])
     {
         let context = try tls.get()
         let deadline = NIODeadline.now() + timeout
-        var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: headers)
-        head.headers.replaceOrAdd(name: "Host", value: authority)
-        head.headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
+        func head() -> HTTPRequestHead {
+            var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: headers())
+            head.headers.replaceOrAdd(name: "Host", value: authority)
+            head.headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
+            return head
+        }
         let body = ByteBuffer(bytes: body)
         if let kept = takeIdle() {
             do {
-                return try await send(head, body, on: kept, deadline: deadline, timeout: timeout)
+                return try await send(head(), body, on: kept, deadline: deadline, timeout: timeout)
             } catch is ConnectionClosedUnanswered {
                 // Closed as the request went out: sent again below, on a connection of its own.
             }
         }
         let channel = try await connect(context, deadline: deadline, timeout: timeout)
-        return try await send(head, body, on: channel, deadline: deadline, timeout: timeout)
+        return try await send(head(), body, on: channel, deadline: deadline, timeout: timeout)
     }
 
     /// One exchange on `channel`, closed at `deadline` if the answer has not come; kept afterwards if the server

@@ -111,7 +111,7 @@ extension Central {
     {
         let channel = try await L2CAPChannel.connect(
             from: options.l2capAddress(adapter.address, type: adapter.addressType),
-            to: options.l2capAddress(device.address, type: device.addressType), psm: psm, receiveMTU: 512,
+            to: options.l2capAddress(device.address, type: device.addressType ?? ""), psm: psm, receiveMTU: 512,
             timeout: .seconds(10))
         defer { channel.close() }
         var incoming = channel.incoming.makeAsyncIterator()

@@ -39,7 +39,7 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Also echo over an LE credit-based L2CAP channel at this PSM (128-255), beside GATT.")
     var l2capPSM: UInt16?
 
-    /// An LE address of BlueZ's, as the kernel's sockets take it.
+    /// An LE address of BlueZ's, as the kernel's sockets take it; an adapter without an address type is public.
     func l2capAddress(_ address: String?, type: String?) throws -> L2CAPAddress {
         guard let address, let local = L2CAPAddress(address, bluezType: type ?? "public") else {
             throw LoopbackFailure("no LE address for an L2CAP channel: \(address ?? "?") (\(type ?? "?"))")
