@@ -70,8 +70,8 @@ private func offline(_ context: DaemonContext) -> (policy: OfflinePolicy, settle
         queue: SettlementQueue(store: context.store), ledger: context.ledger,
         settings: .init(interval: .seconds(settings.settleIntervalSeconds), limits: limits),
         denyList: DenyListRefresh(
-            store: DenyListStore(store: context.store), ledger: context.ledger, trusted: context.trustedLedgerKeys,
-            maximumAgeMilliseconds: denyListAge, clock: context.clock, logger: context.logger),
+            store: DenyListStore(store: context.store), ledger: context.ledger.once(timeoutSeconds: 5),
+            trusted: context.trustedLedgerKeys, maximumAgeMilliseconds: denyListAge, clock: context.clock, logger: context.logger),
         clock: context.clock, logger: context.logger)
     let policy = OfflinePolicy(
         trusted: context.trustedLedgerKeys, currency: currency, maximumPaymentMinorUnits: UInt64(settings.maximumPayment),

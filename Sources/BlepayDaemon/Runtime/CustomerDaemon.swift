@@ -41,8 +41,8 @@ public enum CustomerDaemon {
             queue: SettlementQueue(store: context.store), ledger: context.ledger,
             settings: .init(interval: .seconds(context.configuration.ledgerProbeSeconds), limits: .unlimited),
             denyList: DenyListRefresh(
-                store: DenyListStore(store: context.store), ledger: context.ledger, trusted: context.trustedLedgerKeys,
-                maximumAgeMilliseconds: 86_400_000, minimumInterval: .seconds(900), clock: context.clock,
+                store: DenyListStore(store: context.store), ledger: context.ledger.once(timeoutSeconds: 5),
+                trusted: context.trustedLedgerKeys, maximumAgeMilliseconds: 86_400_000, minimumInterval: .seconds(900), clock: context.clock,
                 logger: context.logger),
             reachability: reachability, clock: context.clock, logger: context.logger)
         let history = HistoryRecorder.daemon(context)

@@ -47,8 +47,15 @@ public struct DenyListRefresh: Sendable {
         }
     }
 
-    /// Asks the ledger for its list; returns it once kept, if it is newer than the one kept.
-    func refresh() async -> DenyList? {
+    /// Whether `minimumInterval` has passed since the last fetch.
+    var isDue: Bool {
+        let now = ContinuousClock.now
+        return lastFetch.instant.withLock { last in last.map { now - $0 >= minimumInterval } ?? true }
+    }
+
+    /// Asks the ledger for its list if due, and tells `reachability` whether it answered; returns the list once
+    /// kept, if it is newer than the one kept.
+    func refresh(reporting reachability: LedgerReachability? = nil) async -> DenyList? {
         let now = ContinuousClock.now
         let due = lastFetch.instant.withLock { last in
             guard last.map({ now - $0 >= minimumInterval }) ?? true else { return false }
@@ -59,7 +66,9 @@ public struct DenyListRefresh: Sendable {
         let list: DenyList
         do throws(LedgerClientError) {
             list = try await ledger.denyList()
+            reachability?.record(true)
         } catch {
+            if error.isUnavailable { reachability?.record(false) }
             logger.warning("the ledger's deny list was not fetched", metadata: ["error": "\(error)"])
             return nil
         }

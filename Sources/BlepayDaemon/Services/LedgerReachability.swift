@@ -9,6 +9,8 @@ import Synchronization
 public final class LedgerReachability: Sendable {
     private let ledger: LedgerClient
     private let reachable = Mutex(true)
+    /// When a call to the ledger last got an answer.
+    private let answered = Mutex<ContinuousClock.Instant?>(nil)
     private let logger: Logger
     private let meaning: (reachable: String, unreachable: String)
 
@@ -33,8 +35,17 @@ public final class LedgerReachability: Sendable {
         return isReachable
     }
 
+    /// Probes unless a call got an answer within `recent`: a daemon that asks the ledger on several schedules (its
+    /// advertisement, its settlement rounds, its deny list) needs no probe beside an answer it just had.
+    @discardableResult
+    public func probe(unlessAnsweredWithin recent: Duration) async -> Bool {
+        if let last = answered.withLock({ $0 }), ContinuousClock.now - last < recent { return isReachable }
+        return await probe()
+    }
+
     /// What a call to the ledger just showed.
     public func record(_ now: Bool) {
+        answered.withLock { $0 = now ? .now : nil }
         let before = reachable.withLock { state in defer { state = now }; return state }
         if before != now { logger.notice("\(now ? meaning.reachable : meaning.unreachable)") }
     }

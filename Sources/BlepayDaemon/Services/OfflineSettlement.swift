@@ -144,8 +144,12 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
                 sent = true
                 guard await send(batch) else { return }
             }
-            if !sent { await reachability.probe() }
-            if reachability.isReachable, let list = await denyList?.refresh() { denyLists.continuation.yield(list) }
+            // One call a round when nothing waits: the deny list's fetch when it is due (it says whether the ledger
+            // answers), else a probe, and none if another call got an answer within the interval.
+            if !sent, denyList?.isDue != true { await reachability.probe(unlessAnsweredWithin: settings.interval) }
+            if reachability.isReachable, let list = await denyList?.refresh(reporting: reachability) {
+                denyLists.continuation.yield(list)
+            }
         } catch {
             logger.error("the settlement queue failed", metadata: ["error": "\(error)"])
         }
