@@ -52,10 +52,14 @@ struct LedgerAPI: Sendable {
         do {
             let device = try await screen(head, body: body, access: access)
             let anticipated = anticipate.map { $0(body, device?.signingKey) } ?? Anticipation()
-            let answer = try await storage.write { tx in
+            // What anyone may read spends no nonce and keeps no idempotency record: it needs no write transaction
+            // (a daemon's probe, every few seconds, must not queue behind payments for the one writer).
+            let answering = { @Sendable (tx: any SQLTransaction) in
                 try self.answer(head, body: body, parameters: parameters, access: access, success: success,
                     anticipated: anticipated, tx, operation)
             }
+            let answer = try await head.method == "GET" && access == .anyone
+                ? storage.read(answering) : storage.write(answering)
             if head.method == "POST", answer.status < 300 { await watch.changed() }
             // A refused payment leaves nothing in the books (an acceptance refused for its payer leaves the payment
             // open for another): this line is what remains of the attempt, besides its idempotency record.

@@ -71,28 +71,6 @@ import Testing
     }
 }
 
-/// A storage that counts the write transactions asked of it.
-final class WatchedStorage: LedgerStorage {
-    let base: any LedgerStorage
-    let writes = Atomic<Int>(0)
-
-    init(_ base: any LedgerStorage) { self.base = base }
-
-    var dialect: SQLDialect { base.dialect }
-
-    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T {
-        writes.add(1, ordering: .relaxed)
-        return try await base.write(body)
-    }
-
-    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T {
-        try await base.read(body)
-    }
-
-    func migrate() async throws { try await base.migrate() }
-    func close() async throws { try await base.close() }
-}
-
 /// A plain TCP connection to the ledger on loopback, for requests no HTTP client would send.
 final class RawConnection: Sendable {
     let socket: Int32
