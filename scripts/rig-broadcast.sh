@@ -8,7 +8,7 @@
 #   then, while the business's adapter is off, a hostile central on hci3 (blepay-loopback storm) connects to a
 #   customer 10 times, writing malformed records until hung up each time: bluetoothd must outlive it;
 #   then bluetoothd restarts, every daemon recovers by itself, and a second request is paid by bob (alice: otherPaid);
-#   then the business's and alice's adapters are powered off and on, and a third request is paid by alice again;
+#   then alice's and the business's adapters are powered off and on, and a third request is paid by alice again;
 #   then a fourth request is open when alice's daemon and then the business's are stopped (SIGTERM).
 # Every daemon's events (blepayctl watch --json) and what the ledger says go to $BLEPAY_RIG_OUT for the test to check.
 # Usage (inside the rig): rig-broadcast.sh BIN_DIR
@@ -79,8 +79,12 @@ restart_bluetoothd
 request 3.00 order-2 bob alice
 for name in "${customers[@]}"; do blepayctl instruments --instance "$name" --json > "$out/$name.instruments.after.json"; done
 
-power_cycle hci0
+# Alice's adapter first, then the business's. The other way round, the business reconnects to alice between the
+# two, and under the emulated controllers powering hci1 off leaves that link up on hci0's side (no supervision
+# timeout): its ATT exchanges time out 30 s later and every LE connection to alice fails after (seen 2026-11-27, the
+# business retrying for minutes while alice advertised). This way hci0's power cycle drops what hci1's left behind.
 power_cycle hci1
+power_cycle hci0
 request 2.00 order-3 alice bob
 blepayctl instruments --instance alice --json > "$out/alice.instruments.last.json"
 

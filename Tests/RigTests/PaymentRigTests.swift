@@ -261,7 +261,7 @@ struct PaymentRigTests {
     /// central. Each request is shown to both; the first acceptance wins, the other customer gets otherPaid and cannot
     /// pay it any more. Between the first and the second request the hostile central storms a customer (10
     /// connections of malformed writes, each until hung up) while the business's adapter is off; the second request comes after bluetoothd restarted
-    /// under all three daemons, the third after the business's and alice's adapters were powered off and on. The
+    /// under all three daemons, the third after alice's adapter and then the business's were powered off and on. The
     /// fourth is open when alice's daemon and then the business's are stopped (SIGTERM): each ends it with an event
     /// the other side hears.
     @Test func oneRequestTwoCustomersThroughAStormABluetoothdRestartAndAPowerCycle() throws {
