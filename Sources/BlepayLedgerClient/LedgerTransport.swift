@@ -77,7 +77,11 @@ final class LedgerTransport: Sendable {
         let timer = channel.eventLoop.scheduleTask(deadline: deadline) { channel.close(promise: nil) }
         defer { timer.cancel() }
         let answer = channel.eventLoop.makePromise(of: LedgerAnswer.self)
-        channel.writeAndFlush(LedgerExchange(head: head, body: body, answer: answer), promise: nil)
+        // A request that could not be written (the connection closed after it was taken from the kept ones) is never
+        // seen by the handler, which answers everything else: its answer fails here.
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { _ in answer.fail(ConnectionClosedUnanswered()) }
+        channel.writeAndFlush(LedgerExchange(head: head, body: body, answer: answer), promise: written)
         do {
             let received = try await answer.futureResult.get()
             if received.keepAlive { keep(channel) } else { channel.close(promise: nil) }
@@ -99,18 +103,24 @@ final class LedgerTransport: Sendable {
         let handshake = loop.makePromise(of: Void.self)
         // No server name for an address: NIO SSL then checks the address against the certificate.
         let serverName = Loopback.isAddress(host) ? nil : host
-        let channel = try await ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
-                    try pipeline.addHandler(HandshakeWatch(handshake))
-                    try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(ExchangeHandler())
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .connectTimeout(timeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let pipeline = channel.pipeline.syncOperations
+                        try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
+                        try pipeline.addHandler(HandshakeWatch(handshake))
+                        try pipeline.addHTTPClientHandlers()
+                        try pipeline.addHandler(ExchangeHandler())
+                    }
                 }
-            }
-            .connect(host: host, port: port).get()
+                .connect(host: host, port: port).get()
+        } catch {
+            handshake.fail(error)  // a name that did not resolve makes no channel to settle it
+            throw error
+        }
         opened.add(1, ordering: .relaxed)
         let timer = channel.eventLoop.scheduleTask(deadline: deadline) { channel.close(promise: nil) }
         defer { timer.cancel() }

@@ -127,6 +127,21 @@ import Testing
         }
     }
 
+    @Test func anHTTPSLedgerWhoseNameDoesNotResolveIsUnavailable() async throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        // `.invalid` never resolves (RFC 6761): no connection is ever made, and the request fails rather than hangs.
+        let client = LedgerClient(baseURL: "https://ledger.invalid:8480", credentials: .none,
+            retry: .init(attempts: 1, timeout: .seconds(5)), trust: LedgerTrust(caFile: authority.caFile), logger: testLogger)
+        do {
+            _ = try await client.ledgerKey()
+            Issue.record("reached a name that does not resolve")
+        } catch {
+            #expect(error.code == "ledger.unavailable")
+        }
+        #expect(client.connectionsOpened == 0)
+    }
+
     @Test func aLedgerThatNeverAnswersTheHandshakeTimesOutAsUnavailable() async throws {
         // A socket that listens but never accepts: the kernel completes the connection, nobody answers TLS.
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
