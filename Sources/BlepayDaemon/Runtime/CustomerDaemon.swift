@@ -107,23 +107,28 @@ private func customerVouchers(_ context: DaemonContext) -> CustomerVouchers {
 }
 
 /// The customer's instruments at the ledger, through its device credentials, asked once for at most 10 s (well
-/// within a control call's time). While the ledger cannot be reached, the list it last gave stands in, so that a
-/// customer who is offline can still accept (with balances as they were).
+/// within a control call's time), or 3 s while the ledger was last found unreachable. If it does not answer, the
+/// list it last gave stands in, so that a customer who is offline can still accept (with balances as they were).
+/// The ledger is asked even when believed unreachable: one probe that timed out while it was busy must not show a
+/// balance from before the payment just made.
 private func wallet(_ ledger: LedgerClient, _ reachability: LedgerReachability) -> CustomerControl.Wallet {
     let known = Mutex<[CustomerControl.Instrument]?>(nil)
     let asking = ledger.once(timeoutSeconds: 10)
+    let trying = ledger.once(timeoutSeconds: 3)
     return CustomerControl.Wallet(
         list: { () throws(PaymentError) in
-            if !reachability.isReachable, let instruments = known.withLock({ $0 }) { return instruments }
+            let client = reachability.isReachable || known.withLock({ $0 }) == nil ? asking : trying
             do throws(LedgerClientError) {
-                let instruments = try await asking.instruments().map {
+                let instruments = try await client.instruments().map {
                     CustomerControl.Instrument(
                         id: $0.id, kind: $0.type.rawValue, description: $0.description, blocked: $0.blocked,
                         available: Dictionary($0.balances.map { ($0.currency, $0.available) }) { $1 })
                 }
                 known.withLock { $0 = instruments }
+                reachability.record(true)
                 return instruments
             } catch {
+                if error.isUnavailable { reachability.record(false) }
                 guard error.isUnavailable, let instruments = known.withLock({ $0 }) else { throw error.paymentError }
                 return instruments
             }
