@@ -4,7 +4,7 @@ import Testing
 /// The real-BlueZ tier: `blepay-loopback` peripheral and central run in the virtual BLE rig (real kernels,
 /// bluetoothd and system buses in VMs) and exchange GATT data. Each topology's run is checked from both
 /// sides' reports: every byte echoed, both link events seen by the peripheral.
-@Suite(.serialized, .timeLimit(.minutes(10)))
+@Suite(.serialized, .timeLimit(.minutes(20)))
 struct LoopbackRigTests {
     @Test func oneHostTwoAdapters() throws {
         let run = try Rig.run(
@@ -89,7 +89,9 @@ enum Rig {
 
     /// Runs the topology, and once more from fresh VMs if the first run fails: under TCG the emulated
     /// controllers and serial link now and then lose a link for good, which says nothing about blepay. A second
-    /// failure fails the test; the first one's logs are kept either way.
+    /// failure fails the test; the first one's logs are kept either way. Each run has 540 s: on a loaded build
+    /// machine (2026-11-27, any process taking 140 ms in the guest) booting two guests alone took some 75 s and a
+    /// two-hosts payment ran past 420 s.
     static func run(topology: [String], commands: [String]) throws -> Result {
         let first = try runOnce(topology: topology, commands: commands)
         guard first.status != 0 else { return first }
@@ -102,7 +104,7 @@ enum Rig {
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = packageRoot.appendingPathComponent("scripts/rig.sh")
-        process.arguments = ["--out", out.path, "--timeout", "420"] + topology + commands
+        process.arguments = ["--out", out.path, "--timeout", "540"] + topology + commands
         try process.run()
         process.waitUntilExit()
         return Result(status: process.terminationStatus, out: out)
