@@ -172,6 +172,20 @@ import TestSupport
         }
     }
 
+    /// With nothing waiting, a business whose rounds fetched only the deny list never found a ledger back once it
+    /// had found it gone (the list is not asked for then): its rounds probe a ledger believed gone.
+    @Test func aBusinessWithNothingWaitingFindsTheLedgerBack() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            try await Shop.with(ledger) { shop in
+                try await eventually("the ledger's deny list kept") { (try? shop.denyLists.latest()) != nil }
+                try await ledger.down {
+                    try await eventually("the ledger unreachable", within: .seconds(30)) { !shop.settlement.ledgerReachable }
+                }
+                try await eventually("the ledger found back", within: .seconds(30)) { shop.settlement.ledgerReachable }
+            }
+        }
+    }
+
     @Test func aPaymentMadeWhileTheLedgerIsDownFinishesPendingAndIsSettledOnceItIsBack() async throws {
         try await RunningLedger.with(.sqlite) { ledger in
             try await Shop.with(ledger) { shop in

@@ -144,9 +144,12 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
                 sent = true
                 guard await send(batch) else { return }
             }
-            // One call a round when nothing waits: the deny list's fetch when it is due (it says whether the ledger
-            // answers), else a probe, and none if another call got an answer within the interval.
-            if !sent, denyList?.isDue != true { await reachability.probe(unlessAnsweredWithin: settings.interval) }
+            // One call a round when nothing waits: the deny list's fetch when it is due and the ledger answered last
+            // (the fetch says whether it still does), else a probe, and none if another call got an answer within
+            // the interval. A ledger found unreachable is probed: only a probe finds it back.
+            if !sent, !(reachability.isReachable && denyList?.isDue == true) {
+                await reachability.probe(unlessAnsweredWithin: settings.interval)
+            }
             if reachability.isReachable, let list = await denyList?.refresh(reporting: reachability) {
                 denyLists.continuation.yield(list)
             }
