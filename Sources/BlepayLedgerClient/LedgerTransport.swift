@@ -26,17 +26,16 @@ final class LedgerTransport: Sendable {
     /// Connections that carried an answer and wait for the next request, newest last.
     private let idle = Mutex<[(channel: any Channel, since: NIODeadline)]>([])
     private let opened = Atomic<Int>(0)
-    private let maximumIdle: TimeAmount
     private static let maximumKept = 4
+    /// How long a connection is kept unused (the ledger closes its own after `idle_timeout_seconds`).
+    private static let maximumIdle: TimeAmount = .seconds(60)
 
-    /// `maximumIdle`: how long a connection is kept unused (the ledger closes its own after `idle_timeout_seconds`).
-    init(host: String, port: Int, trust: LedgerTrust, maximumIdle: TimeAmount = .seconds(60)) {
+    init(host: String, port: Int, trust: LedgerTrust) {
         self.host = host
         self.port = port
         authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         tls = Result { () throws(LedgerClientError) in try trust.context() }
         pin = trust.pin
-        self.maximumIdle = maximumIdle
     }
 
     /// How many TLS connections this transport has opened.
@@ -44,8 +43,7 @@ final class LedgerTransport: Sendable {
 
     /// Sends one request and collects the answer, on a kept connection if one is open, else on a new one. A
     /// `LedgerClientError` (no trusted TLS, or an answer over 4 MiB) is final; any other error, that the exchange
-    /// failed.
-    /// `headers` are asked for at each send.
+    /// failed. `headers` are asked for at each send, so that a request sent again is signed anew.
     func exchange(_ method: String, _ path: String, headers: () -> HTTPHeaders, body: [UInt8], timeout: TimeAmount)
         async throws -> (Int, [UInt8])
     {
@@ -147,7 +145,7 @@ final class LedgerTransport: Sendable {
         let (taken, stale) = idle.withLock { idle -> ((any Channel)?, [any Channel]) in
             var stale: [any Channel] = []
             while let last = idle.popLast() {
-                if last.channel.isActive && now - last.since < maximumIdle { return (last.channel, stale) }
+                if last.channel.isActive && now - last.since < Self.maximumIdle { return (last.channel, stale) }
                 stale.append(last.channel)
             }
             return (nil, stale)

@@ -48,9 +48,10 @@ public struct DenyListRefresh: Sendable {
     }
 
     /// Whether `minimumInterval` has passed since the last fetch.
-    var isDue: Bool {
-        let now = ContinuousClock.now
-        return lastFetch.instant.withLock { last in last.map { now - $0 >= minimumInterval } ?? true }
+    var isDue: Bool { lastFetch.instant.withLock { isDue(after: $0, at: .now) } }
+
+    private func isDue(after last: ContinuousClock.Instant?, at now: ContinuousClock.Instant) -> Bool {
+        last.map { now - $0 >= minimumInterval } ?? true
     }
 
     /// Asks the ledger for its list if due, and tells `reachability` whether it answered; returns the list once
@@ -58,7 +59,7 @@ public struct DenyListRefresh: Sendable {
     func refresh(reporting reachability: LedgerReachability? = nil) async -> DenyList? {
         let now = ContinuousClock.now
         let due = lastFetch.instant.withLock { last in
-            guard last.map({ now - $0 >= minimumInterval }) ?? true else { return false }
+            guard isDue(after: last, at: now) else { return false }
             last = now
             return true
         }
