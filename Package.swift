@@ -211,6 +211,7 @@ let package = Package(
             name: "blepay-ledger",
             dependencies: [
                 "BlepayLedgerServer",
+                "BlepayLedgerStore",
                 "BlepayConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

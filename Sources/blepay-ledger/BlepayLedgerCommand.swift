@@ -39,12 +39,12 @@ struct Options: ParsableArguments {
         return configuration
     }
 
-    /// The configured ledger over its opened database.
-    func server() async throws -> (LedgerServer, Logger) {
+    /// The configured ledger over its opened database; unless `creating`, one that exists already.
+    func server(creating: Bool = true) async throws -> (LedgerServer, Logger) {
         let configuration = try load()
         var logger = Logger(label: "blepay.ledger") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = ProcessInfo.processInfo.environment["BLEPAY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
-        let storage = try await LedgerServer.openStorage(configuration, logger: logger)
+        let storage = try await LedgerServer.openStorage(configuration, creating: creating, logger: logger)
         return (try LedgerServer(configuration: configuration, storage: storage, logger: logger), logger)
     }
 }
@@ -91,7 +91,7 @@ struct Audit: AsyncParsableCommand {
     @OptionGroup var options: Options
 
     func run() async throws {
-        let (server, _) = try await options.server()
+        let server = try await options.existingServer()
         let problems = try await server.audit()
         try await server.storage.close()
         for problem in problems { print("audit: \(problem)") }

@@ -1,20 +1,20 @@
 import ArgumentParser
 import BlepayLedgerServer
+import BlepayLedgerStore
 import Foundation
 
 /// The operator's reading of payments: `export` writes a merchant's payments as CSV or JSON, `payments` lists a
 /// merchant's or an account's as a table, `payment` prints one as the API answers it. They read the configured
 /// ledger's database directly, like the audit, and never create one.
 extension Options {
-    /// The configured ledger over its existing database: a SQLite file that is not there is one line and exit 1.
+    /// The configured ledger over its existing database: a database without a ledger is one line and exit 1.
     func existingServer() async throws -> LedgerServer {
-        let configuration = try load()
-        let path = configuration.resolve(configuration.sqlitePath)
-        if configuration.backend == .sqlite, !FileManager.default.fileExists(atPath: path) {
-            FileHandle.standardError.write(Data("blepay-ledger: no ledger database at \(path)\n".utf8))
+        do {
+            return try await server(creating: false).0
+        } catch let error as StorageError where error.code == .noLedger {
+            FileHandle.standardError.write(Data("blepay-ledger: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        return try await server().0
     }
 
     /// Runs `body` on the existing ledger; a refusal prints its code and message and exits 1.

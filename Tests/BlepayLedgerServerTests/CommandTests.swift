@@ -18,10 +18,12 @@ import Testing
     @Test func theAuditExitsZeroOnSoundBooksAndOneOnTamperedOnes() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-audit-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let storage = try SQLiteStorage(path: directory + "/ledger.sqlite", logger: testLogger)
+        try await storage.migrate()
         let sound = try run(["audit", "--state-directory", directory])
         #expect(sound.status == 0 && sound.output.contains("the books are sound"), "\(sound.output)")
 
-        let storage = try SQLiteStorage(path: directory + "/ledger.sqlite", logger: testLogger)
         try await storage.write { tx in
             try tx.run("INSERT INTO books (id, kind) VALUES ('instrument:forged', 'customer')", [])
             try tx.run("INSERT INTO balances (book, currency, posted, held) VALUES ('instrument:forged', 'EUR', 100, 0)", [])
@@ -29,6 +31,17 @@ import Testing
         try await storage.close()
         let tampered = try run(["audit", "--state-directory", directory])
         #expect(tampered.status == 1 && tampered.output.contains("instrument:forged"), "\(tampered.output)")
+    }
+
+    /// An audit pointed at a directory without a ledger (a typo, a wrong `--config`) says so and creates nothing:
+    /// it once created an empty ledger there and found its books sound.
+    @Test func theAuditOfNoLedgerFailsAndCreatesNothing() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-audit-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try run(["audit", "--state-directory", directory])
+        #expect(result.status == 1)
+        #expect(result.output == "blepay-ledger: storage.no-ledger: no ledger database at \(directory)/ledger.sqlite\n")
+        #expect(!FileManager.default.fileExists(atPath: directory))
     }
 
     @Test func aBadConfigurationFileStopsWithOneLineAndExitCode78() throws {

@@ -51,8 +51,9 @@ public struct TestDatabaseError: Error, CustomStringConvertible {
     public let description: String
 }
 
-/// A fresh, migrated storage of `kind`. PostgreSQL being unreachable is an error, never a reason to skip.
-public func makeStorage(_ kind: StorageKind) async throws -> TestStorage {
+/// A fresh storage of `kind`, migrated unless `migrated` is false. PostgreSQL being unreachable is an error, never
+/// a reason to skip.
+public func makeStorage(_ kind: StorageKind, migrated: Bool = true) async throws -> TestStorage {
     let test: TestStorage
     switch kind {
     case .sqlite:
@@ -89,7 +90,7 @@ public func makeStorage(_ kind: StorageKind) async throws -> TestStorage {
         }
     }
     do {
-        try await test.storage.migrate()
+        if migrated { try await test.storage.migrate() }
     } catch {
         try? await test.destroy()
         throw error

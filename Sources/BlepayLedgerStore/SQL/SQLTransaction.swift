@@ -61,6 +61,21 @@ public protocol SQLTransaction {
     func runLast(_ sql: String, _ binds: [SQLValue]) throws
 }
 
+extension LedgerStorage {
+    /// Throws `storage.no-ledger` unless a ledger's schema is in the database; reads only, so that a command
+    /// pointed at the wrong database or directory leaves it as it was.
+    public func requireLedger() async throws {
+        let present = try await read { tx in
+            let sql = switch tx.dialect {
+            case .sqlite: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            case .postgres: "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_version'"
+            }
+            return try tx.row(sql, []) != nil
+        }
+        guard present else { throw StorageError(.noLedger, "the database holds no ledger") }
+    }
+}
+
 extension SQLTransaction {
     public func row(_ sql: String, _ binds: [SQLValue]) throws -> SQLRow? { try rows(sql, binds).first }
 }

@@ -9,6 +9,8 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         case schemaTooNew = "storage.schema-too-new"
         /// The database kept refusing the transaction with serialization conflicts.
         case conflict = "storage.conflict"
+        /// The database holds no ledger: its schema was never created there.
+        case noLedger = "storage.no-ledger"
     }
 
     public let code: Code
