@@ -163,6 +163,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
                 guard let bytes = Hex.decode(text, limit: 32), let parsed = try? Key32(bytes) else {
                     throw section.error(name, "is the ledger's public key: 64 hex digits")
                 }
+                // The sample file's placeholder: trusting it would enroll against no ledger in particular.
+                guard bytes.contains(where: { $0 != 0 }) else {
+                    throw section.error(name, "is the sample's all-zero placeholder: set the ledger's key (GET /v1/ledger-key)")
+                }
                 if !configuration.ledgerPublicKeys.contains(parsed) { configuration.ledgerPublicKeys.append(parsed) }
             }
         }

@@ -14,11 +14,22 @@ import Testing
             .appendingPathComponent("../../config/\(role.rawValue).toml").standardized.path
     }
 
+    /// With the ledger's key set, the sample files are the defaults; as shipped, their all-zero placeholder key is
+    /// refused with one line (a daemon once enrolled with it silently).
     @Test(arguments: DaemonConfiguration.Role.allCases)
-    func theSampleFilesParseToTheDefaults(role: DaemonConfiguration.Role) throws {
+    func theSampleFilesParseToTheDefaultsOnceTheLedgerKeyIsSet(role: DaemonConfiguration.Role) throws {
+        let file = Self.sample(role)
+        let sample = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(throws: ConfigurationError(file: file, key: "ledger.public_key",
+            reason: "is the sample's all-zero placeholder: set the ledger's key (GET /v1/ledger-key)")) {
+            try DaemonConfiguration.load(role, file: file)
+        }
+        let placeholder = "public_key = \"\(String(repeating: "0", count: 64))\""
+        #expect(sample.contains(placeholder))
         var expected = DaemonConfiguration(role: role)
-        expected.ledgerPublicKeys = [try Key32(Array(repeating: 0, count: 32))]
-        #expect(try DaemonConfiguration.load(role, file: Self.sample(role)) == expected)
+        expected.ledgerPublicKeys = [try Key32(Array(repeating: 0xAB, count: 32))]
+        let configured = sample.replacingOccurrences(of: placeholder, with: "public_key = \"\(Self.key)\"")
+        #expect(try DaemonConfiguration.parse(role, configured, file: file) == expected)
     }
 
     @Test func valuesOverrideTheDefaults() throws {
