@@ -22,12 +22,18 @@ public struct LedgerClient: Sendable {
     public struct RetryPolicy: Sendable {
         public var attempts: Int
         public var firstDelay: Duration
+        /// Each attempt's.
         public var timeout: TimeAmount
+        /// All attempts' and the waits between them, when set: no attempt starts or lasts past it.
+        public var total: Duration?
 
-        public init(attempts: Int = 4, firstDelay: Duration = .milliseconds(200), timeout: TimeAmount = .seconds(15)) {
+        public init(attempts: Int = 4, firstDelay: Duration = .milliseconds(200), timeout: TimeAmount = .seconds(15),
+            total: Duration? = nil)
+        {
             self.attempts = attempts
             self.firstDelay = firstDelay
             self.timeout = timeout
+            self.total = total
         }
     }
 
@@ -84,6 +90,15 @@ public struct LedgerClient: Sendable {
             tls: tls, host: host, logger: logger)
     }
 
+    /// A client of the same ledger whose requests, retries included, end within `seconds`: for what a person waits
+    /// on through the control API, which must answer (`ledger-offline` at worst) before the call times out.
+    public func answering(within seconds: Int64) -> LedgerClient {
+        var retry = self.retry
+        retry.total = .seconds(seconds)
+        return LedgerClient(baseURL: baseURL, credentials: credentials, keys: keys, retry: retry, http: http, tls: tls,
+            host: host, logger: logger)
+    }
+
     /// How many TLS connections this client, and every client made from it by `with` and `once`, opened: each
     /// carries request after request while the ledger keeps it open.
     public var connectionsOpened: Int { tls?.connectionsOpened ?? 0 }
@@ -129,15 +144,22 @@ public struct LedgerClient: Sendable {
     {
         var delay = retry.firstDelay
         var lastFailure = "no attempt"
+        let deadline = retry.total.map { ContinuousClock.now + $0 }
         for attempt in 1...max(retry.attempts, 1) {
             if attempt > 1 {
+                if let deadline, ContinuousClock.now + delay >= deadline { break }
                 try? await Task.sleep(for: delay)
                 delay *= 2
+            }
+            var timeout = retry.timeout
+            if let deadline {
+                let (seconds, attoseconds) = (deadline - ContinuousClock.now).components
+                timeout = min(timeout, .nanoseconds(max(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, 1)))
             }
             let status: Int
             let answer: [UInt8]
             do {
-                (status, answer) = try await exchange(method, path, body: body, idempotencyKey: idempotencyKey)
+                (status, answer) = try await exchange(method, path, body: body, idempotencyKey: idempotencyKey, timeout: timeout)
                 tls?.report(nil, logger: logger)
             } catch let error as LedgerClientError {
                 // No trusted connection (nothing was sent), a secret refused before sending, or an answer too large:
@@ -167,8 +189,8 @@ public struct LedgerClient: Sendable {
         throw .unavailable("\(method) \(path): \(lastFailure)")
     }
 
-    private func exchange(_ method: String, _ path: String, body: [UInt8], idempotencyKey: String?) async throws
-        -> (Int, [UInt8])
+    private func exchange(_ method: String, _ path: String, body: [UInt8], idempotencyKey: String?, timeout: TimeAmount)
+        async throws -> (Int, [UInt8])
     {
         // Whatever the configuration said: a token or a card goes to another machine over TLS or not at all.
         guard tls != nil || Loopback.contains(host) || !carriesSecrets(method, path) else {
@@ -194,12 +216,12 @@ public struct LedgerClient: Sendable {
             }
             return headers
         }
-        if let tls { return try await tls.exchange(method, path, headers: headers, body: body, timeout: retry.timeout) }
+        if let tls { return try await tls.exchange(method, path, headers: headers, body: body, timeout: timeout) }
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
         request.headers = headers()
         if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await http.execute(request, timeout: retry.timeout)
+        let response = try await http.execute(request, timeout: timeout)
         let answer = try await response.body.collect(upTo: 4 << 20)
         return (Int(response.status.code), Array(buffer: answer))
     }

@@ -38,6 +38,12 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
             }
             // A request signed too far from the ledger's clock is this device's clock, not its credentials.
             if detail.code == "auth.stale-timestamp" { return PaymentError(.clockSkew, detail.message) }
+            // Invalid input names its fields and their stable codes; a card's is the instrument, not a ledger fault
+            // to retry.
+            if let fields = detail.fields, !fields.isEmpty {
+                let text = fields.map { "\($0.path) \($0.code): \($0.message)" }.joined(separator: "; ")
+                return PaymentError(fields.allSatisfy { $0.path.hasPrefix("card.") } ? .invalidInstrument : .ledgerError, text)
+            }
             let code: PaymentErrorCode = switch status {
             case 401, 403: .invalidCredentials
             case 404: .notFound

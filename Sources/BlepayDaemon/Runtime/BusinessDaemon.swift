@@ -40,7 +40,7 @@ public enum BusinessDaemon {
                 maximumTipPercent: context.configuration.maximumTipPercent),
             history: history, clock: context.clock, logger: context.logger)
         let refunds = MerchantRefunds(
-            ledger: context.ledger, trusted: context.trustedLedgerKeys, history: history.history, logger: context.logger)
+            ledger: context.controlLedger, trusted: context.trustedLedgerKeys, history: history.history, logger: context.logger)
         return [
             WatchdogService(notify: notify),
             history.retention(days: context.configuration.historyRetentionDays),

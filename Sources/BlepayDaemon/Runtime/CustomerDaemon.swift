@@ -90,7 +90,7 @@ public enum CustomerDaemon {
             },
             ControlService {
                 try await CustomerControl.serve(
-                    service, on: context.control, name: context.configuration.busName, wallet: wallet(context.ledger, reachability),
+                    service, on: context.control, name: context.configuration.busName, wallet: wallet(context, reachability),
                     vouchers: vouchers, settlement: settlement, refunds: refunds, clock: context.clock,
                     logger: context.logger, ready: { readiness.report("bus") })
             },
@@ -103,7 +103,7 @@ public enum CustomerDaemon {
 private func customerVouchers(_ context: DaemonContext) -> CustomerVouchers {
     let wallet = VoucherWallet(
         store: context.store, deviceKey: context.identity.signingKey.publicKey, trusting: context.trustedLedgerKeys)
-    return CustomerVouchers(wallet: wallet, ledger: context.ledger, clock: context.clock)
+    return CustomerVouchers(wallet: wallet, ledger: context.controlLedger, clock: context.clock)
 }
 
 /// The customer's instruments at the ledger, through its device credentials, asked once for at most 10 s (well
@@ -111,10 +111,11 @@ private func customerVouchers(_ context: DaemonContext) -> CustomerVouchers {
 /// list it last gave stands in, so that a customer who is offline can still accept (with balances as they were).
 /// The ledger is asked even when believed unreachable: one probe that timed out while it was busy must not show a
 /// balance from before the payment just made.
-private func wallet(_ ledger: LedgerClient, _ reachability: LedgerReachability) -> CustomerControl.Wallet {
+private func wallet(_ context: DaemonContext, _ reachability: LedgerReachability) -> CustomerControl.Wallet {
     let known = Mutex<[CustomerControl.Instrument]?>(nil)
-    let asking = ledger.once(timeoutSeconds: 10)
-    let trying = ledger.once(timeoutSeconds: 3)
+    let asking = context.ledger.once(timeoutSeconds: 10)
+    let trying = context.ledger.once(timeoutSeconds: 3)
+    let ledger = context.controlLedger
     return CustomerControl.Wallet(
         list: { () throws(PaymentError) in
             let client = reachability.isReachable || known.withLock({ $0 }) == nil ? asking : trying

@@ -61,6 +61,10 @@ public struct DaemonContext: Sendable {
         Timestamp(millisecondsSince1970: UInt64(Date().timeIntervalSince1970 * 1000))
     }
 
+    /// The ledger as a control call reaches it: answered, `ledger-offline` at worst, in 15 s, well within the
+    /// caller's 25-s D-Bus timeout (with the ledger gone, a call once timed out as if the daemon were not running).
+    var controlLedger: LedgerClient { ledger.answering(within: 15) }
+
     /// The trusted ledger keys, as the handshake, receipts, vouchers and deny lists are checked against them.
     var trustedLedgerKeys: TrustedLedgerKeys { TrustedLedgerKeys(configuration.ledgerPublicKeys) }
 
