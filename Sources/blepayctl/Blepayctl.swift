@@ -8,13 +8,17 @@ import Glibc
 
 /// `blepayctl`: a command for every method of the daemons' control API, and `watch` for their events.
 /// Exit codes: 0 done; 1 refused by the daemon (the error's stable name is printed); 3 the daemon is not running
-/// or cannot be reached; 5 (`show`) a receipt whose ledger signature does not verify; 64 bad usage.
+/// or cannot be reached; 4 the ledger cannot be reached; 5 (`show`) a receipt whose ledger signature does not
+/// verify; 64 bad usage. Global options (`--json`, `--bus`, `--instance`) go before or after the subcommand.
 @main
 struct Blepayctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepayctl",
         abstract: "Control blepay's customer and business daemons.",
-        discussion: "Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 5 receipt does not verify (show), 64 bad usage.",
+        discussion: """
+            Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 4 ledger not reachable, 5 receipt \
+            does not verify (show), 64 bad usage. With --json, an error is one JSON object on standard error.
+            """,
         subcommands: [
             Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self, AddCard.self,
             Voucher.self, Settlement.self, Status.self, Payments.self, Show.self, Refund.self, Report.self, Watch.self,
@@ -23,18 +27,28 @@ struct Blepayctl: AsyncParsableCommand {
 
     /// As ArgumentParser runs commands, but a refusal or an unreachable daemon is one line and its own exit code.
     static func main() async {
+        let arguments = GlobalOptions.movedAfterSubcommand(Array(CommandLine.arguments.dropFirst()), root: Self.self)
+        let json = arguments.contains("--json")
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
                 try command.run()
             }
         } catch let failure as Failure {
-            Output.write(Data("blepayctl: \(failure)\n".utf8), to: STDERR_FILENO)
-            Glibc.exit(failure.exitCode.rawValue)
+            Failure.exit(code: failure.code, message: failure.description, status: failure.exitCode, json: json)
         } catch {
-            exit(withError: error)
+            let status = exitCode(for: error).rawValue
+            // Help and usage as ArgumentParser prints them, unless the caller reads JSON.
+            guard json, status != 0 else { exit(withError: error) }
+            let code = switch status {
+            case ExitCode.validationFailure.rawValue: "usage"
+            case 5: "receipt-unverified"
+            default: "failed"
+            }
+            let message = message(for: error)
+            Failure.exit(code: code, message: message.isEmpty ? code : message, status: status, json: json)
         }
     }
 }
@@ -175,9 +189,9 @@ struct AddCard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "add-card",
         abstract: "Add a card to the customer's instruments; prints its instrument id.",
         discussion: """
-            The card number and CVC are read from standard input, one per line, so that they never appear in the \
-            process list or the shell history; the ledger keeps only a token, the brand, the last four digits \
-            and the expiry.
+            The card number and CVC are asked for on a terminal, and not shown as they are typed; otherwise they \
+            are read from standard input, one per line. They never appear in the process list or the shell \
+            history; the ledger keeps only a token, the brand, the last four digits and the expiry.
             """)
     @Option(help: "The expiry, MM/YYYY.") var expiry: String
     @OptionGroup var global: Global
@@ -187,7 +201,7 @@ struct AddCard: AsyncParsableCommand {
         guard parts.count == 2, let month = UInt16(parts[0]), let year = UInt16(parts[1]) else {
             throw ValidationError("--expiry is MM/YYYY, e.g. 12/2029")
         }
-        guard let number = readLine(strippingNewline: true), let cvc = readLine(strippingNewline: true) else {
+        guard let number = Prompt.secretLine("Card number: "), let cvc = Prompt.secretLine("CVC: ") else {
             throw ValidationError("give the card number and the CVC on standard input, one per line")
         }
         let control = try await global.connect()

@@ -22,8 +22,12 @@ struct Control {
                 throw Failure.unreachable("the \(role.rawValue) daemon is not running")
             case "org.freedesktop.DBus.Error.AccessDenied":
                 throw Failure.unreachable("not allowed to control the \(role.rawValue) daemon (root or the blepay group only)")
-            case let name? where name.hasPrefix("org.blepay.Error."):
+            case ControlAPI.errorPrefix + "LedgerOffline":
+                throw Failure.ledgerOffline(error.message)
+            case let name? where name.hasPrefix(ControlAPI.errorPrefix):
                 throw Failure.refused(error.message)
+            case _ where error.code == .timeout:
+                throw Failure.unreachable("the \(role.rawValue) daemon did not answer \(member) in time")
             default:
                 throw Failure.unreachable("\(member) failed: \(error)")
             }
@@ -44,7 +48,7 @@ struct Control {
 
     func firstInstrument() async throws -> String {
         guard let usable = try await instruments().first(where: { !$0.blocked }) else {
-            throw Failure.refused("no usable instrument: add one at the ledger, or name one with --instrument")
+            throw Failure.refused("no-instrument: no usable instrument: add one at the ledger, or name one with --instrument")
         }
         return usable.id
     }
@@ -90,25 +94,6 @@ struct Control {
 
     func address(_ role: DaemonConfiguration.Role) -> (name: String, path: DBusObjectPath, interface: String) {
         ControlAPI.address(role, instance: instance)
-    }
-}
-
-/// A failure reported on one line, with its exit code.
-enum Failure: Error, CustomStringConvertible {
-    case refused(String)
-    case unreachable(String)
-
-    var description: String {
-        switch self {
-        case .refused(let message), .unreachable(let message): message
-        }
-    }
-
-    var exitCode: ExitCode {
-        switch self {
-        case .refused: ExitCode(1)
-        case .unreachable: ExitCode(3)
-        }
     }
 }
 

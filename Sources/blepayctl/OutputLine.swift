@@ -23,7 +23,7 @@ struct InstrumentLine: OutputLine {
     let available: [String: Int64]
 
     init(_ value: DBusValue) throws {
-        guard case .structure(let f) = value, f.count == 5 else { throw Failure.refused("an unreadable instrument") }
+        guard case .structure(let f) = value, f.count == 5 else { throw Failure.refused("invalid-reply: an unreadable instrument") }
         (id, type, description) = (try f[0].decode(String.self), try f[1].decode(String.self), try f[2].decode(String.self))
         blocked = try f[3].decode(Bool.self)
         available = try f[4].decode([String: Int64].self)

@@ -64,7 +64,8 @@ final class ControlFixture: Sendable {
     /// side keeps its payment history in (none without).
     init(
         ledgerLatency: Duration = .zero, vouchers: CustomerVouchers? = nil,
-        history: (customer: String, business: String)? = nil
+        history: (customer: String, business: String)? = nil,
+        wallet: CustomerControl.Wallet = CustomerControl.Wallet(list: { [] }, addCard: { _, _, _, _ in "card-1" })
     ) async throws {
         let vouchers = try vouchers ?? testVouchers()
         let recorders = try history.map { paths in
@@ -91,7 +92,6 @@ final class ControlFixture: Sendable {
         let (customer, business) = (customer, business)
         tasks = [
             Task {
-                let wallet = CustomerControl.Wallet(list: { [] }, addCard: { _, _, _, _ in "card-1" })
                 try? await CustomerControl.serve(
                     customer, on: customerBus, wallet: wallet, vouchers: vouchers, clock: { fixedNow }, logger: testLogger)
             },

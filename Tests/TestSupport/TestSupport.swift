@@ -63,13 +63,25 @@ public struct BuiltProduct: Sendable {
     }
 
     /// Runs it to its end on a thread of its own (`onOwnThread`).
-    public func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await onOwnThread { try self.run(arguments) }
+    public func run(_ arguments: [String], input: String? = nil) async throws -> (status: Int32, output: String) {
+        try await onOwnThread { try self.run(arguments, input: input) }
     }
 
-    /// Runs it to its end: its exit status and all it printed.
-    public func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let (process, pipe) = try start(arguments)
+    /// Runs it to its end, `input` on its standard input: its exit status and all it printed.
+    public func run(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let stdin = Pipe()
+        if input != nil { process.standardInput = stdin }
+        try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
