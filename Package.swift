@@ -46,6 +46,9 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
+        // blepay's version and the commit each binary is built from.
+        .target(name: "BlepayVersion", plugins: ["VersionStamp"]),
+        .plugin(name: "VersionStamp", capability: .buildTool()),
         // libdbus-1, with the macros Swift cannot import re-exported as constants.
         .systemLibrary(
             name: "CDBus",
@@ -73,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "blepay-loopback",
             dependencies: [
-                "BlueZ", "L2CAP",
+                "BlueZ", "L2CAP", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -193,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "blepayd",
             dependencies: [
-                "BlepayDaemon", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration", "DBusKit",
+                "BlepayDaemon", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration", "DBusKit", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -202,7 +205,7 @@ let package = Package(
         .executableTarget(
             name: "blepayctl",
             dependencies: [
-                "BlepayControl", "BlepayDaemonConfiguration", "BlepayProtocol", "DBusKit",
+                "BlepayControl", "BlepayDaemonConfiguration", "BlepayProtocol", "DBusKit", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: foundationFree
@@ -212,6 +215,7 @@ let package = Package(
             dependencies: [
                 "BlepayLedgerServer",
                 "BlepayLedgerStore",
+                "BlepayVersion",
                 "BlepayConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlepayConfiguration
 import BlepayLedgerServer
+import BlepayVersion
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -14,6 +15,7 @@ struct BlepayLedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-ledger",
         abstract: "blepay's reference payment backend: accounts, instruments, payments, pre-authorizations, settlement.",
+        version: BlepayVersion.line,
         subcommands: [Serve.self, Audit.self, Keys.self, RotateKey.self, ActivateKey.self, ListAccounts.self, ListDevices.self,
             IssueToken.self, RevokeDevice.self, BlockAccount.self, UnblockAccount.self, Export.self, ListPayments.self,
             ShowPayment.self],

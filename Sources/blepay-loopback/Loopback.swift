@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlepayVersion
 import BlueZ
 import Foundation
 import L2CAP
@@ -12,6 +13,7 @@ struct Loopback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-loopback",
         abstract: "GATT echo peripheral, checking central and hostile central over BlueZ.",
+        version: BlepayVersion.line,
         subcommands: [Peripheral.self, Central.self, Storm.self])
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import BlepayControl
 import BlepayDaemonConfiguration
 import BlepayProtocol
+import BlepayVersion
 import DBusKit
 import FoundationEssentials
 import Glibc
@@ -19,6 +20,7 @@ struct Blepayctl: AsyncParsableCommand {
             Exit codes: 0 done, 1 refused by the daemon, 3 daemon not reachable, 4 ledger not reachable, 5 receipt \
             does not verify (show), 64 bad usage. With --json, an error is one JSON object on standard error.
             """,
+        version: BlepayVersion.line,
         subcommands: [
             Request.self, Cancel.self, Start.self, Stop.self, Accept.self, Decline.self, Instruments.self, AddCard.self,
             Voucher.self, Settlement.self, Status.self, Payments.self, Show.self, Refund.self, Report.self, Watch.self,

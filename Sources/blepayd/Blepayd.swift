@@ -2,6 +2,7 @@ import ArgumentParser
 import BlepayConfiguration
 import BlepayDaemon
 import BlepayDaemonConfiguration
+import BlepayVersion
 import DBusKit
 import Foundation
 import Logging
@@ -13,6 +14,7 @@ struct Blepayd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepayd",
         abstract: "blepay's daemons: BLE payments between a customer and a business, controlled over D-Bus.",
+        version: BlepayVersion.line,
         subcommands: [Customer.self, Business.self])
 }
 
