@@ -267,7 +267,7 @@ let package = Package(
             name: "BlepayDaemonTests",
             dependencies: [
                 "BlepayDaemon", "BlepayDaemonStore", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration",
-                "BlepayLedgerServer", "LedgerTestSupport",
+                "BlepayLedgerServer", "LedgerTestSupport", "BlueZ", "BlueZTestSupport",
                 "DBusTestSupport", "TestSupport", "BlepayPaymentsTesting", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -22,6 +22,16 @@ public struct SystemdNotify: Sendable {
     public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
     public func stopping() { send("STOPPING=1") }
     public func watchdog() { send("WATCHDOG=1") }
+    /// What `systemctl status` shows beside the unit: what the daemon does, or what keeps it from doing it.
+    public func status(_ status: String) { send("STATUS=\(status)") }
+
+    /// A reload began (`systemctl reload`); `ready(status:)` tells systemd it ended. systemd matches the two by the
+    /// monotonic clock's time, which it asks for with RELOADING=1.
+    public func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        send("RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000)")
+    }
 
     /// Tells systemd the daemon is alive every half watchdog interval, until cancelled; returns at once without
     /// a watchdog.

@@ -10,6 +10,8 @@ public struct Adapter: Sendable, Hashable {
     public var address: String? { session.property(path, BlueZ.adapterInterface, "Address") }
     /// "public" or "random": the type of `address`.
     public var addressType: String? { session.property(path, BlueZ.adapterInterface, "AddressType") }
+    /// Whether bluetoothd shows the adapter (it is gone while bluetoothd is, or the controller was removed).
+    public var isPresent: Bool { session.properties(path, BlueZ.adapterInterface) != nil }
     public var isPowered: Bool { session.property(path, BlueZ.adapterInterface, "Powered") ?? false }
 
     /// Powers the adapter on or off and waits until it reports the new state.

@@ -206,6 +206,12 @@ public final class DBusConnection: Sendable {
         }
     }
 
+    /// A call to the bus and its answer within `timeout`: proof that this connection's event loop turns.
+    public func ping(timeout: Duration) async throws(DBusError) {
+        _ = try await call(destination: Self.busName, path: Self.busPath, interface: "org.freedesktop.DBus.Peer",
+            member: "Ping", timeout: timeout)
+    }
+
     static let busName = "org.freedesktop.DBus"
     static let busPath: DBusObjectPath = "/org/freedesktop/DBus"
 

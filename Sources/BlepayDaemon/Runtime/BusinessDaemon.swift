@@ -42,7 +42,9 @@ public enum BusinessDaemon {
         let refunds = MerchantRefunds(
             ledger: context.controlLedger, trusted: context.trustedLedgerKeys, history: history.history, logger: context.logger)
         return [
-            WatchdogService(notify: notify),
+            HealthService(
+                notify: notify, adapter: context.adapter, control: context.control,
+                working: "scanning for customers on \(context.configuration.adapter)", logger: context.logger),
             history.retention(days: context.configuration.historyRetentionDays),
             ProbeService(interval: CertificateRenewal.checkInterval) { _ = await renewal.renewIfDue() },
             LinkService { try await service.serveLinks() },

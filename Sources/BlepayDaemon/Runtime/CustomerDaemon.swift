@@ -65,7 +65,9 @@ public enum CustomerDaemon {
             ledger: context.ledger, trusted: context.trustedLedgerKeys, deviceKey: context.identity.signingKey.publicKey,
             history: history.history, logger: context.logger)
         return [
-            WatchdogService(notify: notify),
+            HealthService(
+                notify: notify, adapter: context.adapter, control: context.control,
+                working: "receiving payments on \(context.configuration.adapter)", logger: context.logger),
             history.retention(days: context.configuration.historyRetentionDays),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.
             ProbeService(interval: .seconds(context.configuration.ledgerProbeSeconds)) {

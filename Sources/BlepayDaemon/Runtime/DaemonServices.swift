@@ -61,16 +61,3 @@ struct ProbeService: Service, CustomStringConvertible {
         }
     }
 }
-
-/// WATCHDOG=1 at half the unit's interval, while the daemon runs.
-struct WatchdogService: Service, CustomStringConvertible {
-    let notify: SystemdNotify
-    var description: String { "WatchdogService" }
-
-    func run() async throws {
-        let notify = notify
-        await cancelWhenGracefulShutdown { await notify.keepAlive() }
-        // Without a watchdog there is nothing to send: the service only waits for its turn to stop.
-        if notify.watchdogInterval == nil { try? await gracefulShutdown() }
-    }
-}
