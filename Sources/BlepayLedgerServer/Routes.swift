@@ -8,8 +8,10 @@ extension LedgerAPI {
         let router = Router()
         router.add(middleware: UnknownRoutes())
         let operations = self.operations
-        router.get("/v1/health") { _, _ in
-            LedgerAPI.response(Answer(status: 200, body: Array(#"{"status":"ok"}"#.utf8)))
+        // Up means able to answer: the database gives a read (503 `storage.unavailable` when it cannot).
+        route(router, .get, "/v1/health", .anyone) { _, tx in
+            _ = try tx.row("SELECT MAX(version) FROM schema_version", [])
+            return ["status": "ok"]
         }
         route(router, .get, "/v1/ledger-key", .anyone) { _, _ in operations.ledgerKeyResource }
         route(router, .get, "/v1/ledger-keys", .anyone) { _, _ in LedgerKeyList(keys: operations.keyring.current.resources) }
