@@ -145,6 +145,15 @@ let package = Package(
         .target(
             name: "BlepayConfiguration", dependencies: [.product(name: "TOMLKit", package: "TOMLKit")],
             swiftSettings: foundationFree),
+        // Long-running services under systemd: journald logging at a reloadable level, SIGHUP as a reload.
+        .target(
+            name: "BlepayService",
+            dependencies: [
+                "BlepayConfiguration",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]),
         // The ledger's HTTP API (Hummingbird): authentication, idempotency, routes, background expiry, config.
         .target(
             name: "BlepayLedgerServer",
@@ -197,6 +206,7 @@ let package = Package(
             name: "blepayd",
             dependencies: [
                 "BlepayDaemon", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration", "DBusKit", "BlepayVersion",
+                "BlepayService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -216,6 +226,7 @@ let package = Package(
                 "BlepayLedgerServer",
                 "BlepayLedgerStore",
                 "BlepayVersion",
+                "BlepayService",
                 "BlepayConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -224,6 +235,7 @@ let package = Package(
         // Seeded randomness, hex, and the built executables for the tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
+        .testTarget(name: "BlepayServiceTests", dependencies: ["BlepayService", "TestSupport"]),
         .testTarget(
             name: "BlepayDaemonStoreTests",
             dependencies: [

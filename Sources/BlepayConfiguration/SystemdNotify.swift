@@ -25,6 +25,9 @@ public struct SystemdNotify: Sendable {
     /// What `systemctl status` shows beside the unit: what the daemon does, or what keeps it from doing it.
     public func status(_ status: String) { send("STATUS=\(status)") }
 
+    /// The reload that `reloading()` announced has ended.
+    public func reloaded() { send("READY=1") }
+
     /// A reload began (`systemctl reload`); `ready(status:)` tells systemd it ended. systemd matches the two by the
     /// monotonic clock's time, which it asks for with RELOADING=1.
     public func reloading() {

@@ -82,6 +82,39 @@ public struct TableReader {
         value = boolean
     }
 
+    /// One of `choices`.
+    public mutating func choice(_ key: String, into value: inout String, from choices: [String]) throws(ConfigurationError) {
+        known.insert(key)
+        guard let raw = table[key] else { return }
+        guard let string = raw.string, choices.contains(string) else {
+            throw error(key, "is one of " + choices.map { "\"\($0)\"" }.joined(separator: ", "))
+        }
+        value = string
+    }
+
+    /// `[logging]`, the same in every blepay service's file: `level`, the least severe level logged.
+    public mutating func logging(into level: inout String) throws(ConfigurationError) {
+        try section("logging") { section throws(ConfigurationError) in
+            try section.choice("level", into: &level, from: Self.logLevels)
+        }
+    }
+
+    /// swift-log's levels, least severe first.
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// Every key of the file, `section.key`, with its value as text: what a reload compares.
+    public var flattened: [String: String] {
+        var keys: [String: String] = [:]
+        func add(_ table: TOMLTable, _ prefix: String) {
+            for key in table.keys {
+                guard let value = table[key] else { continue }
+                if let nested = value.table { add(nested, prefix + key + ".") } else { keys[prefix + key] = "\(value.tomlValue)" }
+            }
+        }
+        add(table, prefix)
+        return keys
+    }
+
     public func finish() throws(ConfigurationError) {
         if let unknown = table.keys.sorted().first(where: { !known.contains($0) }) {
             throw error(unknown, "is not a known key")

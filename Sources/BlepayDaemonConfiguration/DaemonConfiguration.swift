@@ -54,6 +54,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var instance: String?
     /// How many days an ended payment stays in the history after its last change; open ones always stay.
     public var historyRetentionDays = 400
+    /// `[logging] level`: the least severe level logged; a reload (SIGHUP) changes it at once.
+    public var logLevel = "info"
 
     /// Business: payments under customers' pre-authorizations while the ledger cannot be reached, and the merchant's
     /// limits on them (amounts in minor units of `currency`, the one currency taken offline).
@@ -187,6 +189,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             }
             configuration.instance = instance
         }
+        try reader.logging(into: &configuration.logLevel)
         try reader.section("history") { section throws(ConfigurationError) in
             try section.integer("retention_days", into: &configuration.historyRetentionDays, in: 1...3650)
         }

@@ -147,6 +147,8 @@ public struct LedgerClient: Sendable {
         let deadline = retry.total.map { ContinuousClock.now + $0 }
         for attempt in 1...max(retry.attempts, 1) {
             if attempt > 1 {
+                // A cancelled caller has gone: another attempt would only fail the same way at once.
+                if Task.isCancelled { break }
                 if let deadline, ContinuousClock.now + delay >= deadline { break }
                 try? await Task.sleep(for: delay)
                 delay *= 2

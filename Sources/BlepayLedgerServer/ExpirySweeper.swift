@@ -10,7 +10,8 @@ import ServiceLifecycle
 /// earlier deadline) wakes it, at most once an `interval`; changes made by another ledger process on the same
 /// database are seen within `longestSleep`, and that process sweeps its own deadlines too. With several processes
 /// each sweeps; the rows each transaction locks keep them from doing the same work twice.
-struct ExpirySweeper: Service {
+struct ExpirySweeper: Service, CustomStringConvertible {
+    var description: String { "ExpirySweeper" }
     let storage: any LedgerStorage
     let operations: LedgerOperations
     let watch: PaymentWatch

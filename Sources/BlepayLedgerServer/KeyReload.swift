@@ -7,7 +7,8 @@ import ServiceLifecycle
 /// (`ledger-keys.json`, watched with inotify), so that a successor is published, and one made active signs, without a
 /// restart and without waking the ledger in between. Where the directory cannot be watched, they are read again
 /// every `interval`. A file that cannot be read leaves the keys as they were.
-struct KeyReload: Service {
+struct KeyReload: Service, CustomStringConvertible {
+    var description: String { "KeyReload" }
     let configuration: LedgerConfiguration
     let keyring: LedgerKeyring
     let interval: Duration

@@ -39,6 +39,8 @@ public struct LedgerConfiguration: Sendable, Hashable {
     public var preAuthorizationGraceSeconds = 86_400
     /// How long an enrollment token the ledger issues enrolls a device.
     public var enrollmentTokenLifetimeHours = 72
+    /// `[logging] level`: the least severe level logged; a reload (SIGHUP) changes it at once.
+    public var logLevel = "info"
     /// HTTPS: the server's certificate chain and private key (PEM), relative to the state directory. Without them
     /// the ledger speaks plain HTTP, and only on a loopback address.
     public var tlsCertificateFile: String?
@@ -118,6 +120,7 @@ public struct LedgerConfiguration: Sendable, Hashable {
             configuration.tlsCertificateFile = certificate.isEmpty ? nil : certificate
             configuration.tlsKeyFile = key.isEmpty ? nil : key
         }
+        try reader.logging(into: &configuration.logLevel)
         try reader.finish()
         // Card numbers, enrollment tokens and device secrets cross this connection: in clear only on this machine. An
         // operator with a TLS proxy in front binds to loopback behind it.

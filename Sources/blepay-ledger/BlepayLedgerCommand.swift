@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlepayConfiguration
 import BlepayLedgerServer
+import BlepayService
 import BlepayVersion
 import Foundation
 import Logging
@@ -41,13 +42,15 @@ struct Options: ParsableArguments {
         return configuration
     }
 
-    /// The configured ledger over its opened database; unless `creating`, one that exists already.
-    func server(creating: Bool = true) async throws -> (LedgerServer, Logger) {
+    /// The configured ledger over its opened database; unless `creating`, one that exists already. The logger's
+    /// level is shared with every logger made from it, for a reload to change.
+    func server(creating: Bool = true) async throws -> (LedgerServer, Logger, LogLevelSetting) {
         let configuration = try load()
-        var logger = Logger(label: "blepay.ledger") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = ProcessInfo.processInfo.environment["BLEPAY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        let level = LogLevelSetting(
+            LogLevelSetting.level(configured: configuration.logLevel, environment: ProcessInfo.processInfo.environment))
+        let logger = Logger.service("blepay.ledger", level: level)
         let storage = try await LedgerServer.openStorage(configuration, creating: creating, logger: logger)
-        return (try LedgerServer(configuration: configuration, storage: storage, logger: logger), logger)
+        return (try LedgerServer(configuration: configuration, storage: storage, logger: logger), logger, level)
     }
 }
 
@@ -65,7 +68,8 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: Options
 
     func run() async throws {
-        let (server, logger) = try await options.server()
+        ReloadService.ignoreUntilRunning()
+        let (server, logger, level) = try await options.server()
         let configuration = server.configuration
         let notify = SystemdNotify()
         let scheme = configuration.servesTLS ? "https" : "http"
@@ -76,7 +80,12 @@ struct Serve: AsyncParsableCommand {
                 notify.ready(status: "listening on \(configuration.host) port \(port) (\(scheme))")
             }
         }
-        let group = ServiceGroup(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let reload = ReloadService(file: options.config, reloadable: ["logging.level"], notify: notify, logger: logger) {
+            file throws(ConfigurationError) in
+            let reloaded = try LedgerConfiguration.load(file: file)
+            level.level = LogLevelSetting.level(configured: reloaded.logLevel, environment: ProcessInfo.processInfo.environment)
+        }
+        let group = ServiceGroup(services: [reload, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         let watchdog = Task { await notify.keepAlive() }
         try await group.run()
         watchdog.cancel()

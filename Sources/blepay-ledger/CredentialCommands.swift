@@ -11,7 +11,7 @@ protocol CredentialCommand: AsyncParsableCommand {
 
 extension CredentialCommand {
     func run() async throws {
-        let (server, _) = try await options.server()
+        let server = try await options.server().0
         let result: Result<String, any Error>
         do { result = .success(try await server.administer(command)) } catch { result = .failure(error) }
         try await server.storage.close()

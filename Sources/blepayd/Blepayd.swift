@@ -2,6 +2,7 @@ import ArgumentParser
 import BlepayConfiguration
 import BlepayDaemon
 import BlepayDaemonConfiguration
+import BlepayService
 import BlepayVersion
 import DBusKit
 import Foundation
@@ -26,8 +27,10 @@ struct DaemonOptions: ParsableArguments {
     var bus = "system"
 
     /// Loads the configuration (exit 78 with one line if it cannot be used), opens the daemon's context (exit 1 with
-    /// one line if that fails; 78 if its state file cannot be migrated) and runs `daemon` until SIGTERM or SIGINT.
+    /// one line if that fails; 78 if its state file cannot be migrated) and runs `daemon` until SIGTERM or SIGINT;
+    /// SIGHUP reloads what can be reloaded.
     func run(_ role: DaemonConfiguration.Role, _ services: (DaemonContext) throws -> [any Service]) async throws {
+        ReloadService.ignoreUntilRunning()
         let file = config ?? "/etc/blepay/\(role.rawValue).toml"
         let configuration: DaemonConfiguration
         do {
@@ -36,8 +39,9 @@ struct DaemonOptions: ParsableArguments {
             FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
             throw ExitCode(78)
         }
-        var logger = Logger(label: "blepay.\(role.rawValue)") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = ProcessInfo.processInfo.environment["BLEPAY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        let environment = ProcessInfo.processInfo.environment
+        let level = LogLevelSetting(LogLevelSetting.level(configured: configuration.logLevel, environment: environment))
+        let logger = Logger.service("blepay.\(role.rawValue)", level: level)
         let context: DaemonContext
         do {
             context = try await DaemonContext.open(configuration, bus: bus == "system" ? .system : .address(bus), logger: logger)
@@ -48,7 +52,13 @@ struct DaemonOptions: ParsableArguments {
         }
         let group: ServiceGroup
         do {
-            group = ServiceGroup(services: try services(context), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            let reload = ReloadService(file: file, reloadable: ["logging.level"], notify: SystemdNotify(), logger: logger) {
+                file throws(ConfigurationError) in
+                let reloaded = try DaemonConfiguration.load(role, file: file)
+                level.level = LogLevelSetting.level(configured: reloaded.logLevel, environment: environment)
+            }
+            group = ServiceGroup(
+                services: [reload] + (try services(context)), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         } catch {
             FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
             throw ExitCode(1)

@@ -44,6 +44,45 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory))
     }
 
+    /// `systemctl reload`: once, SIGHUP's default action stopped a daemon outright.
+    @Test func sighupReloadsTheLevelNamesWhatNeedsARestartAndNeverStopsTheLedger() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-hup-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let file = directory + "/ledger.toml"
+        func configure(_ text: String) throws {
+            try Data("[ledger]\nstate_directory = \"\(directory)\"\n\(text)".utf8).write(to: URL(fileURLWithPath: file))
+        }
+        try configure("[server]\nport = 0\n")
+        let systemd = try NotifyListener()
+        let (process, pipe) = try Self.ledger.start(["serve", "--config", file], environment: systemd.environment())
+        defer { if process.isRunning { process.terminate() } }
+        try await systemd.next { $0 == "READY=1" }
+        func reload() async throws {
+            kill(process.processIdentifier, SIGHUP)
+            try await systemd.next { $0 == "RELOADING=1" }
+            try await systemd.next { $0 == "READY=1" }
+        }
+        try await reload()
+        try configure("[server]\nport = 1\n[logging]\nlevel = \"debug\"\n")
+        try await reload()
+        try configure("[server]\nport = \"one\"\n")
+        try await reload()
+        #expect(process.isRunning)
+
+        process.terminate()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = output.split(separator: "\n")
+        #expect(lines.filter { $0.contains("notice blepay.ledger: configuration reloaded") }.count == 2, "\(output)")
+        #expect(lines.contains { $0.contains("configuration reloaded applied=logging.level") })
+        #expect(lines.contains { $0.contains("warning blepay.ledger: changed in the configuration, taking effect at the next restart: server.port") })
+        #expect(lines.contains { $0.contains("error blepay.ledger: the configuration was not reloaded; nothing changed error=config.invalid: \(file): server.port is an integer") })
+        // At debug now: the stop's own debug lines are written.
+        #expect(lines.contains { $0.contains(" debug blepay.ledger: ") })
+    }
+
     @Test func aBadConfigurationFileStopsWithOneLineAndExitCode78() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).toml").path
         defer { try? FileManager.default.removeItem(atPath: file) }

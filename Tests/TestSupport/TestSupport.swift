@@ -50,11 +50,12 @@ public struct BuiltProduct: Sendable {
     /// A program at `path`.
     public init(path: String) { self.path = path }
 
-    /// Starts it with `arguments`; what it prints comes through the pipe.
-    public func start(_ arguments: [String]) throws -> (Process, Pipe) {
+    /// Starts it with `arguments`, and `environment` added to this process's; what it prints comes through the pipe.
+    public func start(_ arguments: [String], environment: [String: String] = [:]) throws -> (Process, Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
