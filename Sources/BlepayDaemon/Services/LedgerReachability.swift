@@ -47,7 +47,9 @@ public final class LedgerReachability: Sendable {
     public func record(_ now: Bool) {
         answered.withLock { $0 = now ? .now : nil }
         let before = reachable.withLock { state in defer { state = now }; return state }
-        if before != now { logger.notice("\(now ? meaning.reachable : meaning.unreachable)") }
+        guard before != now else { return }
+        // Losing the ledger is what an operator looks into; its return is news only.
+        if now { logger.notice("\(meaning.reachable)") } else { logger.warning("\(meaning.unreachable)") }
     }
 }
 
