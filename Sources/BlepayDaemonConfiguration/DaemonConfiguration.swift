@@ -56,6 +56,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var historyRetentionDays = 400
     /// `[logging] level`: the least severe level logged; a reload (SIGHUP) changes it at once.
     public var logLevel = "info"
+    /// `[metrics] port`: the loopback port `GET /metrics` is served on; 0, the default, serves none.
+    public var metricsPort = 0
 
     /// Business: payments under customers' pre-authorizations while the ledger cannot be reached, and the merchant's
     /// limits on them (amounts in minor units of `currency`, the one currency taken offline).
@@ -190,6 +192,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
             configuration.instance = instance
         }
         try reader.logging(into: &configuration.logLevel)
+        try reader.section("metrics") { section throws(ConfigurationError) in
+            try section.integer("port", into: &configuration.metricsPort, in: 0...65535)
+        }
         try reader.section("history") { section throws(ConfigurationError) in
             try section.integer("retention_days", into: &configuration.historyRetentionDays, in: 1...3650)
         }

@@ -7,6 +7,7 @@ import BlepayVersion
 import DBusKit
 import Foundation
 import Logging
+import Prometheus
 import ServiceLifecycle
 
 /// `blepayd customer` and `blepayd business`: the two daemons, run by systemd (`systemd/`).
@@ -42,9 +43,12 @@ struct DaemonOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         let level = LogLevelSetting(LogLevelSetting.level(configured: configuration.logLevel, environment: environment))
         let logger = Logger.service("blepay.\(role.rawValue)", level: level)
+        let registry = PrometheusCollectorRegistry()
         let context: DaemonContext
         do {
-            context = try await DaemonContext.open(configuration, bus: bus == "system" ? .system : .address(bus), logger: logger)
+            context = try await DaemonContext.open(
+                configuration, bus: bus == "system" ? .system : .address(bus), logger: logger,
+                metrics: PrometheusMetricsFactory(registry: registry))
         } catch {
             FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
             // A state file this build cannot migrate needs the operator, not a restart.
@@ -57,8 +61,11 @@ struct DaemonOptions: ParsableArguments {
                 let reloaded = try DaemonConfiguration.load(role, file: file)
                 level.level = LogLevelSetting.level(configured: reloaded.logLevel, environment: environment)
             }
+            let metrics: [any Service] = configuration.metricsPort == 0
+                ? [] : [MetricsEndpoint(port: configuration.metricsPort, registry: registry, logger: logger)]
             group = ServiceGroup(
-                services: [reload] + (try services(context)), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                services: [reload] + metrics + (try services(context)), gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger)
         } catch {
             FileHandle.standardError.write(Data("blepayd: \(error)\n".utf8))
             throw ExitCode(1)

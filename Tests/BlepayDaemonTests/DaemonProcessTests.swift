@@ -44,11 +44,12 @@ struct DaemonProcessTests {
                     """
                 try Data(text.utf8).write(to: URL(fileURLWithPath: file))
             }
-            try configure("")
+            let metricsPort = try LoopbackHTTP.freePort()
+            try configure("[metrics]\nport = \(metricsPort)")
             let systemd = try NotifyListener()
             let (process, pipe) = try Self.blepayd.start(
                 ["business", "--config", file, "--bus", bus.address], environment: systemd.environment())
-            defer { if process.isRunning { process.terminate() } }
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
             try await systemd.next(.seconds(60)) { $0 == "READY=1" }
 
             let client = try await DBusConnection.connect(to: .address(bus.address))
@@ -62,7 +63,7 @@ struct DaemonProcessTests {
                 open.append(try reply.arguments[0].decode(String.self))
             }
 
-            try configure("[logging]\nlevel = \"debug\"\n[payments]\nrequest_lifetime_seconds = 30\n")
+            try configure("[metrics]\nport = \(metricsPort)\n[logging]\nlevel = \"debug\"\n[payments]\nrequest_lifetime_seconds = 30\n")
             kill(process.processIdentifier, SIGHUP)
             try await systemd.next { $0 == "RELOADING=1" }
             try await systemd.next { $0 == "READY=1" }
@@ -72,10 +73,24 @@ struct DaemonProcessTests {
                 #expect(status.status == "open", "\(id): \(status)")
             }
 
+            // What it counted, as Prometheus scrapes it: one request withdrawn, the ledger answering.
+            _ = try await call("CancelPayment", [.string(open[0])])
+            let scraped = try await LoopbackHTTP.get(port: metricsPort, "/metrics")
+            #expect(scraped.status == 200)
+            #expect(scraped.body.contains(#"blepay_payment_events_total{role="business",event="cancelled"} 1"#), "\(scraped.body)")
+            #expect(scraped.body.contains(#"blepay_ledger_reachable{role="business"} 1"#))
+            #expect(scraped.body.contains(#"blepay_settlement_waiting{role="business"} 0"#))
+            #expect(try await LoopbackHTTP.get(port: metricsPort, "/other").status == 404)
+
             process.terminate()
+            let status = try await within(.seconds(30), "blepayd to stop on SIGTERM") {
+                try await onOwnThread {
+                    process.waitUntilExit()
+                    return process.terminationStatus
+                }
+            }
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(output)")
+            #expect(status == 0, "\(output)")
             #expect(output.contains("notice blepay.business: configuration reloaded applied=logging.level"), "\(output)")
             #expect(output.contains(
                 "warning blepay.business: changed in the configuration, taking effect at the next restart: payments.request_lifetime_seconds"))

@@ -74,7 +74,7 @@ private func offline(_ context: DaemonContext) -> (policy: OfflinePolicy, settle
         denyList: DenyListRefresh(
             store: DenyListStore(store: context.store), ledger: context.ledger.once(timeoutSeconds: 5),
             trusted: context.trustedLedgerKeys, maximumAgeMilliseconds: denyListAge, clock: context.clock, logger: context.logger),
-        clock: context.clock, logger: context.logger)
+        metrics: context.metrics, clock: context.clock, logger: context.logger)
     let policy = OfflinePolicy(
         trusted: context.trustedLedgerKeys, currency: currency, maximumPaymentMinorUnits: UInt64(settings.maximumPayment),
         maximumDenyListAgeMilliseconds: denyListAge)

@@ -23,7 +23,8 @@ public enum CustomerDaemon {
         let vouchers = customerVouchers(context)
         let reachability = LedgerReachability(ledger: context.ledger, logger: context.logger, meaning: (
             reachable: "the ledger is reachable; an offline business's payments are executed here",
-            unreachable: "the ledger is unreachable; an offline business's payments are made under a pre-authorization"))
+            unreachable: "the ledger is unreachable; an offline business's payments are made under a pre-authorization"),
+            metrics: context.metrics)
         let advertised = Advertised()
         let advertise: @Sendable () -> Void = {
             let online: Capabilities = reachability.isReachable ? .online : []
@@ -44,7 +45,7 @@ public enum CustomerDaemon {
                 store: DenyListStore(store: context.store), ledger: context.ledger.once(timeoutSeconds: 5),
                 trusted: context.trustedLedgerKeys, maximumAgeMilliseconds: 86_400_000, minimumInterval: .seconds(900), clock: context.clock,
                 logger: context.logger),
-            reachability: reachability, clock: context.clock, logger: context.logger)
+            reachability: reachability, metrics: context.metrics, clock: context.clock, logger: context.logger)
         let history = HistoryRecorder.daemon(context)
         let service = CustomerService(
             links: {

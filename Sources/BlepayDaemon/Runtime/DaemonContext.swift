@@ -3,6 +3,7 @@ import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayProtocol
 import BlueZ
+import CoreMetrics
 import DBusKit
 import Foundation
 import Logging
@@ -19,13 +20,14 @@ public struct DaemonContext: Sendable {
     public let adapter: Adapter
     public let control: DBusConnection
     public let clock: @Sendable () -> Timestamp
+    public let metrics: DaemonMetrics
 
     /// How long to wait at start for bluetoothd to show the configured adapter.
     static let adapterTimeout: Duration = .seconds(30)
 
     public static func open(
         _ configuration: DaemonConfiguration, bus: DBusConnection.Bus = .system, logger: Logger,
-        clock: @escaping @Sendable () -> Timestamp = DaemonContext.systemClock
+        metrics: (any MetricsFactory)? = nil, clock: @escaping @Sendable () -> Timestamp = DaemonContext.systemClock
     ) async throws(DaemonError) -> DaemonContext {
         let client: LedgerClient
         do {
@@ -54,7 +56,8 @@ public struct DaemonContext: Sendable {
         let adapter = try await waitForAdapter(configuration.adapter, session: session)
         return DaemonContext(
             configuration: configuration, logger: logger, identity: identity, store: store,
-            ledger: client.with(identity.ledgerCredentials), adapter: adapter, control: control, clock: clock)
+            ledger: client.with(identity.ledgerCredentials), adapter: adapter, control: control, clock: clock,
+            metrics: metrics.map { DaemonMetrics(factory: $0, role: configuration.role) } ?? .none(configuration.role))
     }
 
     public static let systemClock: @Sendable () -> Timestamp = {

@@ -13,14 +13,17 @@ public struct HistoryRecorder: Sendable {
     let role: DaemonConfiguration.Role
     let clock: @Sendable () -> Timestamp
     let logger: Logger
+    let metrics: DaemonMetrics
 
     public init(
-        history: PaymentHistory, role: DaemonConfiguration.Role, clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        history: PaymentHistory, role: DaemonConfiguration.Role, clock: @escaping @Sendable () -> Timestamp, logger: Logger,
+        metrics: DaemonMetrics? = nil
     ) {
         self.history = history
         self.role = role
         self.clock = clock
         self.logger = logger
+        self.metrics = metrics ?? .none(role)
     }
 
     /// A business event (or a settlement verdict, on either side), with the payment as `snapshot` finds it in its
@@ -45,8 +48,15 @@ public struct HistoryRecorder: Sendable {
     private func record(
         _ event: ControlEvent, _ find: (PaymentID) async -> PaymentSnapshot?, _ eventReceipt: Receipt?
     ) async {
-        guard let id = try? ControlAPI.paymentID(event.paymentID) else { return }
+        metrics.paymentEvent(event.kind.rawValue)
+        guard let id = try? ControlAPI.paymentID(event.paymentID) else {
+            if event.kind == .error { metrics.sessionFailed(code: event.details.code ?? "unexpected") }
+            return
+        }
         let snapshot = await find(id)
+        if [.finished, .finishedPayment].contains(event.kind), let created = snapshot?.request.createdAt {
+            metrics.paid(afterMilliseconds: clock().millisecondsSince1970 &- created.millisecondsSince1970)
+        }
         let details = event.details
         // What the event says of the money and of an error; never keys, tokens or card data.
         var metadata: Logger.Metadata = ["payment": "\(id)", "event": "\(event.kind.rawValue)"]

@@ -34,7 +34,7 @@ extension HistoryRecorder {
     static func daemon(_ context: DaemonContext) -> HistoryRecorder {
         HistoryRecorder(
             history: PaymentHistory(store: context.store), role: context.configuration.role, clock: context.clock,
-            logger: context.logger)
+            logger: context.logger, metrics: context.metrics)
     }
 
     /// The service that prunes it.

@@ -13,12 +13,16 @@ public final class LedgerReachability: Sendable {
     private let answered = Mutex<ContinuousClock.Instant?>(nil)
     private let logger: Logger
     private let meaning: (reachable: String, unreachable: String)
+    private let metrics: DaemonMetrics?
 
     /// `meaning`: the log lines for a ledger that came back and one that went away.
-    public init(ledger: LedgerClient, logger: Logger, meaning: (reachable: String, unreachable: String)) {
+    public init(
+        ledger: LedgerClient, logger: Logger, meaning: (reachable: String, unreachable: String), metrics: DaemonMetrics? = nil
+    ) {
         self.ledger = ledger.once(timeoutSeconds: 3)
         self.logger = logger
         self.meaning = meaning
+        self.metrics = metrics
     }
 
     public var isReachable: Bool { reachable.withLock { $0 } }
@@ -47,6 +51,7 @@ public final class LedgerReachability: Sendable {
     public func record(_ now: Bool) {
         answered.withLock { $0 = now ? .now : nil }
         let before = reachable.withLock { state in defer { state = now }; return state }
+        metrics?.ledgerReachable(now)
         guard before != now else { return }
         // Losing the ledger is what an operator looks into; its return is news only.
         if now { logger.notice("\(meaning.reachable)") } else { logger.warning("\(meaning.unreachable)") }

@@ -34,6 +34,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     private let denyLists = AsyncStream<DenyList>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let rounds = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let deadlines = Mutex(SettlementDeadlines())
+    private let metrics: DaemonMetrics?
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     /// `settled` and `settlementRefused`, as the ledger decides each payment.
     public let events: AsyncStream<BusinessEvent>
@@ -41,9 +42,11 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     /// `reachability`: shared with the rest of the daemon; by default its own, whose changes the business logs.
     public init(
         queue: SettlementQueue, ledger: LedgerClient, settings: Settings, denyList: DenyListRefresh? = nil,
-        reachability: LedgerReachability? = nil, clock: @escaping @Sendable () -> Timestamp, logger: Logger
+        reachability: LedgerReachability? = nil, metrics: DaemonMetrics? = nil, clock: @escaping @Sendable () -> Timestamp,
+        logger: Logger
     ) {
         self.denyList = denyList
+        self.metrics = metrics
         self.queue = queue
         self.ledger = ledger
         self.settings = settings
@@ -51,7 +54,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         self.logger = logger
         self.reachability = reachability ?? LedgerReachability(ledger: ledger, logger: logger, meaning: (
             reachable: "the ledger is reachable; requests are online",
-            unreachable: "the ledger is unreachable; requests are offline"))
+            unreachable: "the ledger is unreachable; requests are offline"), metrics: metrics)
         (events, continuation) = AsyncStream.makeStream()
     }
 
@@ -130,6 +133,10 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     /// the ledger there, the deny list is refreshed too. Then what still waits is checked against its deadline.
     func round() async {
         await settle()
+        if let metrics, let waiting = try? queue.summary() {
+            let age = waiting.oldest.map { Double(clock().millisecondsSince1970 &- $0.millisecondsSince1970) / 1000 } ?? 0
+            metrics.settlementWaiting(count: waiting.count, oldestAgeSeconds: age)
+        }
         do {
             try warnOfDeadlines()
         } catch {
