@@ -21,6 +21,7 @@ struct LedgerAPI: Sendable {
     let watch: PaymentWatch
     let clock: @Sendable () -> Timestamp
     let logger: Logger
+    let metrics: LedgerMetrics
     let knownDevices = KnownDevices()
     static let maximumBody = 1 << 20
 

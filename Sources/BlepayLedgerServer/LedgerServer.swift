@@ -9,6 +9,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 
 /// The ledger's HTTP server: the API over one storage, a sweeper that expires what ran out of time, and the key
@@ -18,6 +19,8 @@ public struct LedgerServer: Sendable {
     public let storage: any LedgerStorage
     /// The ledger's keys (`LedgerKeyFiles`), reloaded while it runs.
     public let keyring: LedgerKeyring
+    /// What it counts (`LedgerMetrics`), as `GET /metrics` shows the operator.
+    public let metrics: PrometheusCollectorRegistry
     let api: LedgerAPI
     let sweeper: ExpirySweeper
     let keyReload: KeyReload
@@ -44,8 +47,9 @@ public struct LedgerServer: Sendable {
         let watch = PaymentWatch(pollInterval: storage.dialect == .postgres ? .milliseconds(250) : nil)
         self.configuration = configuration
         self.storage = storage
+        metrics = PrometheusCollectorRegistry()
         api = LedgerAPI(storage: storage, operations: operations, adminTokenHash: SHA256.hash(data: Array(adminToken.utf8)),
-            watch: watch, clock: clock, logger: logger)
+            watch: watch, clock: clock, logger: logger, metrics: LedgerMetrics(registry: metrics))
         sweeper = ExpirySweeper(storage: storage, operations: operations, watch: watch,
             interval: .seconds(configuration.expiryIntervalSeconds), clock: clock, logger: logger)
         keyReload = KeyReload(configuration: configuration, keyring: keyring, interval: Self.keyReloadInterval, logger: logger)

@@ -13,6 +13,12 @@ extension LedgerAPI {
             _ = try tx.row("SELECT MAX(version) FROM schema_version", [])
             return ["status": "ok"]
         }
+        // The operator's scrape (Prometheus with the admin token as its bearer credentials).
+        router.get("/metrics") { request, _ in
+            guard self.isAdmin(Head(request)) else { return LedgerAPI.response(APIError.unauthenticated) }
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: self.metrics.registry.emitToBuffer())))
+        }
         route(router, .get, "/v1/ledger-key", .anyone) { _, _ in operations.ledgerKeyResource }
         route(router, .get, "/v1/ledger-keys", .anyone) { _, _ in LedgerKeyList(keys: operations.keyring.current.resources) }
 
@@ -137,8 +143,11 @@ extension LedgerAPI {
         router.on(path, method: method) { request, context in
             var parameters: [String: String] = [:]
             if let id = context.parameters.get("id") { parameters["id"] = id }
-            return await self.respond(to: request, parameters: parameters, access: access, success: success,
+            let started = ContinuousClock.now
+            let response = await self.respond(to: request, parameters: parameters, access: access, success: success,
                 anticipate: anticipate, operation: operation)
+            self.metrics.answered(method.rawValue, "\(path)", status: response.status.code, after: .now - started)
+            return response
         }
     }
 

@@ -1,3 +1,4 @@
+import BlepayLedgerServer
 import BlepayLedgerStore
 import Foundation
 import LedgerTestSupport
@@ -29,5 +30,24 @@ import Testing
             throw error
         }
         try await ledger.stop()
+    }
+}
+
+/// What the ledger counts, as the operator's Prometheus scrapes it with the admin token.
+@Suite struct LedgerMetricsTests {
+    @Test func requestsAreCountedByRouteAndStatusAndOnlyTheOperatorReadsThem() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            for _ in 0..<3 { _ = try await ledger.raw("GET", "/v1/health") }
+            _ = try await ledger.raw("GET", "/v1/payments/00000000000000000000000000000000/refunds")
+            let anonymous = try await ledger.raw("GET", "/metrics")
+            #expect(anonymous.status == 401 && anonymous.error?.code == "auth.unauthenticated")
+            let token = try LedgerServer.adminToken(ledger.server.configuration)
+            let scraped = try await ledger.raw("GET", "/metrics", headers: [("Authorization", "Bearer \(token)")])
+            let text = String(decoding: scraped.body, as: UTF8.self)
+            #expect(scraped.status == 200)
+            #expect(text.contains(#"blepay_ledger_requests_total{method="GET",route="/v1/health",status="200"} 3"#), "\(text)")
+            #expect(text.contains(#"blepay_ledger_requests_total{method="GET",route="/v1/payments/{id}/refunds",status="401"} 1"#))
+            #expect(text.contains("blepay_ledger_request_duration_seconds_bucket"))
+        }
     }
 }
