@@ -56,7 +56,7 @@ import TestSupport
         let fixture = try await ControlFixture()
         defer { fixture.stop() }
         let obtained = try await run(fixture, ["voucher", "obtain", "40.00", "EUR", "--instrument", "card-1"])
-        #expect(obtained.status == 1 && obtained.output.hasPrefix("blepayctl: ledger-offline"), "\(obtained.output)")
+        #expect(obtained.status == 4 && obtained.output.hasPrefix("blepayctl: ledger-offline"), "\(obtained.output)")
         #expect(try await run(fixture, ["voucher", "list"]) == (0, ""))
         let voided = try await run(fixture, ["voucher", "void", "0011223344556677"])
         #expect(voided.status == 1 && voided.output.hasPrefix("blepayctl: not-found"), "\(voided.output)")

@@ -60,7 +60,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blepay-export-\(UUID().uuidString)").path
         for arguments in [["export", "--merchant", "acc_1"], ["payments", "--account", "acc_1"], ["payment", "0011"]] {
             let result = try await Self.ledger.run(arguments + ["--state-directory", directory])
-            #expect(result.status == 1 && result.output == "blepay-ledger: no ledger database at \(directory)/ledger.sqlite\n",
+            #expect(result.status == 1 && result.output == "blepay-ledger: storage.no-ledger: no ledger database at \(directory)/ledger.sqlite\n",
                 "\(result.output)")
             #expect(!FileManager.default.fileExists(atPath: directory))
         }
