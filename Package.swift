@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "BlepayControl", targets: ["BlepayControl"]),
         .library(name: "BlepayDaemonConfiguration", targets: ["BlepayDaemonConfiguration"]),
         .library(name: "BlepayDaemon", targets: ["BlepayDaemon"]),
+        .library(name: "BlepayClient", targets: ["BlepayClient"]),
         .executable(name: "blepay-ledger", targets: ["blepay-ledger"]),
         .executable(name: "blepayd", targets: ["blepayd"]),
         .executable(name: "blepayctl", targets: ["blepayctl"]),
@@ -220,6 +221,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // An app's client of the daemons, in the reference SDK's shape, over their control API.
+        .target(name: "BlepayClient", dependencies: ["BlepayControl", "DBusKit"], swiftSettings: foundationFree),
         .executableTarget(
             name: "blepayctl",
             dependencies: [
@@ -287,7 +290,7 @@ let package = Package(
             name: "BlepayDaemonTests",
             dependencies: [
                 "BlepayDaemon", "BlepayDaemonStore", "BlepayConfiguration", "BlepayControl", "BlepayDaemonConfiguration",
-                "BlepayLedgerServer", "LedgerTestSupport", "BlueZ", "BlueZTestSupport",
+                "BlepayLedgerServer", "LedgerTestSupport", "BlueZ", "BlueZTestSupport", "BlepayClient",
                 "DBusTestSupport", "TestSupport", "BlepayPaymentsTesting", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -6,6 +6,7 @@ set -euo pipefail
 DEB_PACKAGES=(
   libdbus-1-dev libbluetooth-dev dbus bluez bluez-test-tools
   qemu-system-x86 linux-image-amd64 busybox-static socat procps systemd curl gcc patch xz-utils
+  python3-jeepney
 )
 
 missing=()

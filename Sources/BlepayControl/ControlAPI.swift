@@ -31,4 +31,13 @@ public enum ControlAPI {
     /// Refusals are `org.blepay.Error.<Code>` (`InsufficientFunds`, `NotFound`, …), the stable code name first in
     /// the message.
     public static let errorPrefix = "org.blepay.Error."
+
+    /// The stable code a refusal's message starts with (`not-found: no such payment` → `not-found`); nil when it
+    /// starts with none.
+    public static func code(ofRefusal message: String) -> String? {
+        let prefix = message.prefix { $0 != ":" }
+        let isCode = prefix.count < message.count && !prefix.isEmpty
+            && prefix.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "." }
+        return isCode ? String(prefix) : nil
+    }
 }

@@ -52,18 +52,22 @@ enum Introspection {
         }
     }
 
-    /// Splits a signature into its complete types with libdbus's signature iterator.
+    /// Splits a signature into its complete types with libdbus's signature iterator. The iterator keeps a pointer
+    /// into the string, so the string stays alive for the whole walk (a temporary C string once dropped the last
+    /// arguments of a method from the installed XML).
     static func singleTypes(_ signature: DBusSignature) -> [String] {
         guard !signature.rawValue.isEmpty else { return [] }
-        var iter = DBusSignatureIter()
-        dbus_signature_iter_init(&iter, signature.rawValue)
-        var types: [String] = []
-        repeat {
-            guard let raw = dbus_signature_iter_get_signature(&iter) else { break }
-            types.append(String(cString: raw))
-            dbus_free(raw)
-        } while dbus_signature_iter_next(&iter) != 0
-        return types
+        return signature.rawValue.withCString { text in
+            var iter = DBusSignatureIter()
+            dbus_signature_iter_init(&iter, text)
+            var types: [String] = []
+            repeat {
+                guard let raw = dbus_signature_iter_get_signature(&iter) else { break }
+                types.append(String(cString: raw))
+                dbus_free(raw)
+            } while dbus_signature_iter_next(&iter) != 0
+            return types
+        }
     }
 
     private static let propertiesInterface = """

@@ -1,3 +1,4 @@
+import BlepayControl
 import FoundationEssentials
 import Glibc
 
@@ -27,11 +28,7 @@ enum Failure: Error, CustomStringConvertible {
     /// The stable code a script can match on.
     var code: String {
         switch self {
-        case .refused(let message):
-            let prefix = message.prefix { $0 != ":" }
-            let isCode = prefix.count < message.count && !prefix.isEmpty
-                && prefix.allSatisfy { ("a"..."z").contains($0) || $0 == "-" || $0 == "." }
-            return isCode ? String(prefix) : "refused"
+        case .refused(let message): return ControlAPI.code(ofRefusal: message) ?? "refused"
         case .ledgerOffline: return "ledger-offline"
         case .unreachable: return "unreachable"
         }
