@@ -215,13 +215,20 @@ struct AddCard: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show where a payment stands.")
-    @Argument(help: "The payment id.") var paymentID: String
+    static let configuration = CommandConfiguration(commandName: "status",
+        abstract: "Show where a payment stands; without one, each daemon on this host in a line.")
+    @Argument(help: "The payment id.") var paymentID: String?
     @OptionGroup var role: RoleOption
     @OptionGroup var global: Global
 
     func run() async throws {
         let control = try await global.connect()
+        guard let paymentID else {
+            let roles: [DaemonConfiguration.Role] = role.customer != role.business
+                ? [role.customer ? .customer : .business] : [.customer, .business]
+            for role in roles { control.print(try await DaemonSummary.read(role, control)) }
+            return
+        }
         control.print(try await control.status(role.role(control), paymentID))
     }
 }

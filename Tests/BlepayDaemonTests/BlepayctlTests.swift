@@ -95,6 +95,25 @@ struct BlepayctlTests {
         #expect(!shown.contains("4242") && !shown.contains("321"), "\(shown)")
         #expect(given.withLock { $0 } == ["4242424242424242", "321"])
     }
+
+    /// `blepayctl status` alone: each daemon in one line, as an operator looks at a host.
+    @Test func statusWithoutAPaymentSummarizesEachDaemon() async throws {
+        let fixture = try await ControlFixture()
+        defer { fixture.stop() }
+        _ = try await fixture.call(.customer, "StartReceiving")
+        _ = try await fixture.call(.business, "SendPaymentRequest", [.uint64(990), .string("EUR"), .string("")])
+        let text = try await Self.blepayctl.run(["status", "--bus", fixture.bus.address])
+        #expect(text.status == 0)
+        let lines = text.output.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("customer daemon (org.blepay.Customer): receiving; "), "\(text.output)")
+        #expect(lines.last?.hasPrefix("business daemon (org.blepay.Business): 1 open") == true, "\(text.output)")
+        let json = try await Self.blepayctl.run(["status", "--business", "--json", "--bus", fixture.bus.address])
+        let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        #expect(object?["daemon"] as? String == "business" && object?["running"] as? Bool == true)
+        #expect(object?["open_payments"] as? Int == 1, "\(json.output)")
+        let elsewhere = try await Self.blepayctl.run(["status", "--customer", "--instance", "spare", "--bus", fixture.bus.address])
+        #expect(elsewhere.output == "customer daemon (org.blepay.Customer.spare): not running\n")
+    }
 }
 
 /// A TCP port that accepts connections (the kernel completes them) and never reads or answers.
