@@ -21,7 +21,7 @@ TEST_WIDTH = --experimental-maximum-parallelization-width 16
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: all deps build test unit-test contract rig-test fuzz bench demo install clean
+.PHONY: all deps build test unit-test contract rig-test fuzz bench demo install deb clean
 
 all: build
 
@@ -96,6 +96,15 @@ bench: deps
 install:
 	$(SWIFT) build $(RELEASE)
 	bash scripts/install.sh $(RELEASE_BIN_PATH)
+
+# Debian packages in .build/deb: blepay-ledger and blepay, the Swift runtime linked in (no toolchain on the host),
+# then checked (scripts/check-deb.sh).
+deb:
+	$(SWIFT) build $(RELEASE) --product blepayd
+	$(SWIFT) build $(RELEASE) --product blepayctl
+	$(SWIFT) build $(RELEASE) --product blepay-ledger
+	bash scripts/deb.sh $(RELEASE_BIN_PATH) .build/deb
+	bash scripts/check-deb.sh .build/deb
 
 clean:
 	rm -rf .build .build-fuzz .build-bench .build-bench-load .rig-logs

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Checks the packages `make deb` built: names, version and dependencies (no Swift toolchain), the files each carries,
+# the configuration as conffiles, maintainer scripts that enable and start nothing, and that every binary, unpacked
+# and run with nothing of the toolchain on its paths, says its version. Usage: scripts/check-deb.sh OUT_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$1
+version=$(cat "$root/VERSION")
+arch=$(dpkg --print-architecture)
+fail() { echo "check-deb: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# expect PACKAGE FILE…: the package holds each file.
+expect() {
+  local deb=$out/$1_${version}_${arch}.deb
+  shift
+  [[ -f $deb ]] || fail "no $deb"
+  local listing
+  listing=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's#^\./#/#')
+  for file in "$@"; do grep -qx "$file" <<<"$listing" || fail "$(basename "$deb") lacks $file"; done
+}
+expect blepay-ledger /usr/bin/blepay-ledger /lib/systemd/system/blepay-ledger.service /etc/blepay/ledger.toml \
+  /usr/lib/sysusers.d/blepay-ledger.conf
+expect blepay /usr/bin/blepayd /usr/bin/blepayctl /lib/systemd/system/blepay-customer.service \
+  /lib/systemd/system/blepay-business.service /etc/blepay/customer.toml /etc/blepay/business.toml \
+  /usr/lib/sysusers.d/blepay.conf /usr/share/dbus-1/system.d/org.blepay.conf \
+  /usr/share/dbus-1/interfaces/org.blepay.Customer1.xml /usr/share/dbus-1/interfaces/org.blepay.Business1.xml \
+  /usr/share/bash-completion/completions/blepayctl /lib/systemd/system/bluetooth.service.d/blepay-restart.conf
+
+for package in blepay-ledger blepay; do
+  deb=$out/${package}_${version}_${arch}.deb
+  [[ $(dpkg-deb -f "$deb" Package) == "$package" && $(dpkg-deb -f "$deb" Version) == "$version" ]] \
+    || fail "$package: wrong name or version"
+  depends=$(dpkg-deb -f "$deb" Depends)
+  grep -qi swift <<<"$depends" && fail "$package depends on the toolchain: $depends"
+  dpkg-deb -e "$deb" "$work/$package.control"
+  grep -q '^/etc/blepay/' "$work/$package.control/conffiles" || fail "$package: no conffiles"
+  if grep -Eq 'systemctl (enable|start|restart)|deb-systemd-invoke start' "$work/$package.control"/{postinst,prerm,postrm}; then
+    fail "$package: a maintainer script enables or starts a unit"
+  fi
+  dpkg-deb -x "$deb" "$work/root"
+done
+grep -q '^ExecStart=/usr/bin/blepayd customer' "$work/root/lib/systemd/system/blepay-customer.service" \
+  || fail "the customer unit does not run /usr/bin/blepayd"
+
+for binary in blepayd blepayctl blepay-ledger; do
+  path=$work/root/usr/bin/$binary
+  if ldd "$path" | grep -q '/opt/swift\|not found'; then fail "$binary loads the toolchain's libraries: $(ldd "$path")"; fi
+  said=$(env -i PATH=/usr/bin:/bin "$path" --version) || fail "$binary --version failed"
+  [[ $said == "blepay $version (commit "*")" ]] || fail "$binary --version said: $said"
+done
+echo "check-deb: blepay-ledger and blepay $version ($arch): contents, conffiles, dependencies and versions as expected"
