@@ -28,10 +28,10 @@ depends() {
   done | sort -u | paste -sd, | sed 's/,/, /g'
 }
 
-# control DIR NAME DESCRIPTION BINARIES…
+# control DIR NAME DEPENDS DESCRIPTION BINARIES…: DEPENDS beside the binaries' libraries.
 control() {
-  local dir=$1 name=$2 description=$3
-  shift 3
+  local dir=$1 name=$2 more=$3 description=$4
+  shift 4
   install -d "$dir/DEBIAN"
   cat > "$dir/DEBIAN/control" <<CONTROL
 Package: $name
@@ -40,7 +40,7 @@ Architecture: $arch
 Maintainer: blepay developers <blepay@localhost>
 Section: net
 Priority: optional
-Depends: $(depends "$@"), systemd, dbus
+Depends: $(depends "$@"), $more
 Installed-Size: $(du -sk --exclude=DEBIAN "$dir" | cut -f1)
 Description: $description
 CONTROL
@@ -77,20 +77,20 @@ SCRIPT
 }
 
 ledger=$work/blepay-ledger
-install -D -m 755 "$bin/blepay-ledger" "$ledger/usr/bin/blepay-ledger"
+install -D -s -m 755 "$bin/blepay-ledger" "$ledger/usr/bin/blepay-ledger"
 unit blepay-ledger.service "$ledger"
 install -d "$ledger/usr/lib/sysusers.d" "$ledger/etc/blepay" "$ledger/usr/share/doc/blepay-ledger"
 grep -v '^[gum] blepay \|^m blepay ' "$root/systemd/blepay.sysusers" > "$ledger/usr/lib/sysusers.d/blepay-ledger.conf"
 install -m 640 "$root/config/ledger.toml" "$ledger/etc/blepay/ledger.toml"
 install -m 644 "$root/docs/ledger.md" "$root/docs/ledger-openapi.yaml" "$root/docs/operations.md" \
   "$ledger/usr/share/doc/blepay-ledger/"
-control "$ledger" blepay-ledger "blepay's reference payment ledger: accounts, instruments, payments, pre-authorizations, settlement" \
+control "$ledger" blepay-ledger systemd "blepay's reference payment ledger: accounts, instruments, payments, pre-authorizations, settlement" \
   "$ledger/usr/bin/blepay-ledger"
 scripts "$ledger" blepay-ledger.conf blepay-ledger blepay-ledger.service /etc/blepay/ledger.toml
 
 daemons=$work/blepay
-install -D -m 755 "$bin/blepayd" "$daemons/usr/bin/blepayd"
-install -D -m 755 "$bin/blepayctl" "$daemons/usr/bin/blepayctl"
+install -D -s -m 755 "$bin/blepayd" "$daemons/usr/bin/blepayd"
+install -D -s -m 755 "$bin/blepayctl" "$daemons/usr/bin/blepayctl"
 unit blepay-customer.service "$daemons"
 unit blepay-business.service "$daemons"
 install -D -m 644 "$root/systemd/bluetooth.service.d/blepay-restart.conf" \
@@ -104,7 +104,7 @@ install -m 644 "$root/dbus/org.blepay.conf" "$daemons/usr/share/dbus-1/system.d/
 "$bin/blepayctl" --generate-completion-script bash > "$daemons/usr/share/bash-completion/completions/blepayctl"
 install -m 640 "$root/config/customer.toml" "$root/config/business.toml" "$daemons/etc/blepay/"
 install -m 644 "$root"/docs/*.md "$root/docs/grafana-dashboard.json" "$daemons/usr/share/doc/blepay/"
-control "$daemons" blepay "blepay's BLE payment daemons (customer and business) and blepayctl" \
+control "$daemons" blepay "systemd, dbus, bluez" "blepay's BLE payment daemons (customer and business) and blepayctl" \
   "$daemons/usr/bin/blepayd" "$daemons/usr/bin/blepayctl"
 scripts "$daemons" blepay.conf blepay "blepay-customer.service blepay-business.service" \
   /etc/blepay/customer.toml /etc/blepay/business.toml
