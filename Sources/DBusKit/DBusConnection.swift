@@ -206,10 +206,11 @@ public final class DBusConnection: Sendable {
         }
     }
 
-    /// A call to the bus and its answer within `timeout`: proof that this connection's event loop turns.
+    /// A call to the bus and its answer within `timeout`: proof that this connection's event loop turns. It asks
+    /// the bus for its id: the system bus's policy refuses `org.freedesktop.DBus.Peer.Ping` to it, even from root.
     public func ping(timeout: Duration) async throws(DBusError) {
-        _ = try await call(destination: Self.busName, path: Self.busPath, interface: "org.freedesktop.DBus.Peer",
-            member: "Ping", timeout: timeout)
+        _ = try await call(destination: Self.busName, path: Self.busPath, interface: Self.busName, member: "GetId",
+            timeout: timeout)
     }
 
     static let busName = "org.freedesktop.DBus"

@@ -83,12 +83,7 @@ struct DaemonProcessTests {
             #expect(try await LoopbackHTTP.get(port: metricsPort, "/other").status == 404)
 
             process.terminate()
-            let status = try await within(.seconds(30), "blepayd to stop on SIGTERM") {
-                try await onOwnThread {
-                    process.waitUntilExit()
-                    return process.terminationStatus
-                }
-            }
+            let status = try await exitStatus(of: process, within: .seconds(30))
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(status == 0, "\(output)")
             #expect(output.contains("notice blepay.business: configuration reloaded applied=logging.level"), "\(output)")

@@ -13,41 +13,11 @@ import TestSupport
 struct HealthServiceTests {
     static let working = "scanning for customers on hci0"
 
-    @Test func theWatchdogIsWithheldWhileBluetoothdOrTheAdapterIsDownAndTheStatusSaysWhy() async throws {
-        let bus = try TestBus()
-        defer { bus.stop() }
-        let bluetoothd = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: true)
-        let session = try await BlueZSession.connect(to: .address(bus.address), logger: testLogger)
-        defer { session.close() }
-        let control = try await DBusConnection.connect(to: .address(bus.address))
-        let systemd = try NotifyListener()
-        // A watchdog every 50 ms.
-        let notify = SystemdNotify(environment: systemd.environment(watchdogMicroseconds: 100_000))
-        let health = HealthService(
-            notify: notify, adapter: try session.adapter(named: "hci0"), control: control, working: Self.working,
-            grace: .milliseconds(300), logger: testLogger)
-        let run = Task { try await health.run() }
-        defer { run.cancel() }
-
-        try await systemd.next { $0 == "WATCHDOG=1" }
-        bluetoothd.stop()
-        try await systemd.next { $0 == "STATUS=bluetoothd is not running: not \(Self.working)" }
-        _ = try await systemd.lines(within: .milliseconds(200))  // a ping already on its way
-        let withheld = try await systemd.lines(within: .milliseconds(500))
-        #expect(!withheld.contains("WATCHDOG=1"))
-
-        // A new bluetoothd brings the adapter back unpowered: still no watchdog, until it is powered.
-        let restarted = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: false)
-        try await systemd.next { $0 == "STATUS=adapter hci0 is powered off: not \(Self.working)" }
-        let stillWithheld = try await systemd.lines(within: .milliseconds(500))
-        #expect(!stillWithheld.contains("WATCHDOG=1"))
-        try await restarted.power("hci0", true)
-        try await systemd.next { $0 == "STATUS=\(Self.working)" }
-        try await systemd.next { $0 == "WATCHDOG=1" }
-    }
-
-    /// A customer renewing its address power-cycles the adapter: no warning, no status, only a pause of the watchdog.
-    @Test func aPowerCycleShorterThanTheGraceIsNoNews() async throws {
+    /// A stand-in bluetoothd with hci0 powered, and the health service of a daemon on it told of a watchdog every
+    /// 50 ms; `body` runs while it does.
+    static func watching(
+        grace: Duration, _ body: (TestBus, FakeBluetoothd, NotifyListener) async throws -> Void
+    ) async throws {
         let bus = try TestBus()
         defer { bus.stop() }
         let bluetoothd = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: true)
@@ -57,15 +27,41 @@ struct HealthServiceTests {
         let health = HealthService(
             notify: SystemdNotify(environment: systemd.environment(watchdogMicroseconds: 100_000)),
             adapter: try session.adapter(named: "hci0"), control: try await DBusConnection.connect(to: .address(bus.address)),
-            working: Self.working, grace: .seconds(2), logger: testLogger)
+            working: working, grace: grace, logger: testLogger)
         let run = Task { try await health.run() }
         defer { run.cancel() }
+        try await body(bus, bluetoothd, systemd)
+    }
 
-        try await systemd.next { $0 == "WATCHDOG=1" }
-        try await bluetoothd.power("hci0", false)
-        try await bluetoothd.power("hci0", true)
-        let after = try await systemd.lines(within: .seconds(3))
-        #expect(!after.contains { $0.hasPrefix("STATUS=") }, "\(after)")
-        #expect(after.last == "WATCHDOG=1")
+    @Test func theWatchdogIsWithheldWhileBluetoothdOrTheAdapterIsDownAndTheStatusSaysWhy() async throws {
+        try await Self.watching(grace: .milliseconds(300)) { bus, bluetoothd, systemd in
+            try await systemd.next { $0 == "WATCHDOG=1" }
+            bluetoothd.stop()
+            try await systemd.next { $0 == "STATUS=bluetoothd is not running: not \(Self.working)" }
+            _ = try await systemd.lines(within: .milliseconds(200))  // a ping already on its way
+            let withheld = try await systemd.lines(within: .milliseconds(500))
+            #expect(!withheld.contains("WATCHDOG=1"))
+
+            // A new bluetoothd brings the adapter back unpowered: still no watchdog, until it is powered.
+            let restarted = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: false)
+            try await systemd.next { $0 == "STATUS=adapter hci0 is powered off: not \(Self.working)" }
+            let stillWithheld = try await systemd.lines(within: .milliseconds(500))
+            #expect(!stillWithheld.contains("WATCHDOG=1"))
+            try await restarted.power("hci0", true)
+            try await systemd.next { $0 == "STATUS=\(Self.working)" }
+            try await systemd.next { $0 == "WATCHDOG=1" }
+        }
+    }
+
+    /// A customer renewing its address power-cycles the adapter: no warning, no status, only a pause of the watchdog.
+    @Test func aPowerCycleShorterThanTheGraceIsNoNews() async throws {
+        try await Self.watching(grace: .seconds(2)) { _, bluetoothd, systemd in
+            try await systemd.next { $0 == "WATCHDOG=1" }
+            try await bluetoothd.power("hci0", false)
+            try await bluetoothd.power("hci0", true)
+            let after = try await systemd.lines(within: .seconds(3))
+            #expect(!after.contains { $0.hasPrefix("STATUS=") }, "\(after)")
+            #expect(after.last == "WATCHDOG=1")
+        }
     }
 }

@@ -29,12 +29,7 @@ struct PythonExampleTests {
             .arguments[0].decode(String.self)
         #expect(try await businessEvents.next(.declined).paymentID == large)
 
-        let status = try await within(.seconds(20), "the example to stop") {
-            try await onOwnThread {
-                process.waitUntilExit()
-                return process.terminationStatus
-            }
-        }
+        let status = try await exitStatus(of: process, within: .seconds(20))
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(status == 0, "\(output)")
         #expect(output.contains("finishedPayment \(small)") && output.contains("cancelled \(large)"), "\(output)")

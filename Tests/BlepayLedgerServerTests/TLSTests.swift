@@ -5,6 +5,7 @@ import BlepayLedgerServer
 import Crypto
 import Foundation
 import LedgerTestSupport
+import TestSupport
 import Testing
 
 /// The ledger over HTTPS, and the client that only believes the certificate it was told to.
@@ -144,22 +145,11 @@ import Testing
 
     @Test func aLedgerThatNeverAnswersTheHandshakeTimesOutAsUnavailable() async throws {
         // A socket that listens but never accepts: the kernel completes the connection, nobody answers TLS.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &address) { pointer in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                guard bind(listener, address, length) == 0, listen(listener, 4) == 0,
-                    getsockname(listener, address, &length) == 0
-                else { throw CocoaError(.fileReadUnknown) }
-            }
-        }
+        let listener = try SilentListener()
+        defer { listener.close() }
         let authority = try TestCertificateAuthority()
         defer { authority.remove() }
-        let client = LedgerClient(baseURL: "https://127.0.0.1:\(UInt16(bigEndian: address.sin_port))", credentials: .none,
+        let client = LedgerClient(baseURL: "https://127.0.0.1:\(listener.port)", credentials: .none,
             retry: .init(attempts: 1, timeout: .milliseconds(300)), trust: LedgerTrust(caFile: authority.caFile),
             logger: testLogger)
         await #expect(throws: LedgerClientError.unavailable("GET /v1/ledger-key: no answer within 300 ms")) {

@@ -1,9 +1,20 @@
 @testable import DBusKit
+import DBusTestSupport
 import Foundation
 import Testing
 
 /// Method calls: replies, typed errors, timeouts, cancellation, concurrency and re-entrancy.
 @Suite(.timeLimit(.minutes(1))) struct CallTests {
+    /// What the daemons' watchdog asks of each connection, on a bus with the system bus's policy: a ping once got
+    /// `AccessDenied` there (Peer.Ping to the bus), and systemd never heard the watchdog.
+    @Test func aPingIsAnsweredOnTheSystemBusPolicy() async throws {
+        let bus = try TestBus(systemPolicyWith: [])
+        defer { bus.stop() }
+        let connection = try await DBusConnection.connect(to: .address(bus.address))
+        defer { connection.close() }
+        try await connection.ping(timeout: .seconds(5))
+    }
+
     @Test func wrongArgumentsAreRefusedBeforeTheHandler() async throws {
         let pair = try await BusPair.make()
         defer { pair.stop() }

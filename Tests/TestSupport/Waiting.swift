@@ -1,3 +1,5 @@
+import Foundation
+
 /// Bounded waits for the D-Bus test tiers: every wait names what it waits for and fails with `TimedOut`.
 public struct TimedOut: Error, CustomStringConvertible {
     public let what: String
@@ -47,4 +49,14 @@ public func collect<T: Sendable>(
 /// The first `count` elements of `stream`.
 public func first<T: Sendable>(_ count: Int, of stream: AsyncStream<T>) async throws -> [T] {
     try await collect(stream) { $0.count == count }
+}
+
+/// The exit status of `process`, waited for on a thread of its own for at most `limit`.
+public func exitStatus(of process: Process, within limit: Duration) async throws -> Int32 {
+    try await within(limit, "\(process.executableURL?.lastPathComponent ?? "a process") to exit") {
+        try await onOwnThread {
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
 }
