@@ -1,3 +1,4 @@
+import BlepayConfiguration
 import Foundation
 import Glibc
 import Logging
@@ -127,30 +128,10 @@ public final class JournalSink: Sendable {
     public init(socketPath: String) { self.socketPath = socketPath }
 
     func write(_ entry: JournalEntry) {
-        if let socketPath, send(entry.datagram, to: socketPath) { return }
+        // A journal that does not take the entry (not running, or the entry too large) gets it as a line.
+        if let socketPath, UnixDatagram.send(entry.datagram, to: socketPath) { return }
         let line = Array(entry.text(prefixed: socketPath != nil).utf8)
         _ = line.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    }
-
-    /// One datagram; false if the journal did not take it (not running, or the entry too large).
-    private func send(_ datagram: [UInt8], to path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
-        let sent = datagram.withUnsafeBytes { buffer in
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length)
-                }
-            }
-        }
-        return sent == datagram.count
     }
 
     /// `$JOURNAL_STREAM` is `device:inode` of the stream systemd connected; it is ours only if standard error is it.
