@@ -35,9 +35,10 @@ build:
 
 # All three tiers: pure and real-D-Bus tests; the BLE link layer against the stand-in bluetoothd, and the crash
 # tests, each on their own (the ledgers, PostgreSQL and the thousand crashed processes of the others would starve
-# its bounded waits on a 2-core machine); then real BlueZ in the virtual BLE rig (both topologies).
+# its bounded waits on a 2-core machine); then real BlueZ in the virtual BLE rig (both topologies; the two-hosts
+# payment runs on `make deb`'s packages, installed where no toolchain is visible).
 # Ends with one line counting every test of all tiers.
-test: deps build
+test: deps build deb
 	rm -f $(TEST_LOG)
 	$(SWIFT) test --skip-build $(TEST_WIDTH) --skip RigTests --skip CrashTests --skip BlepayBLETests 2>&1 | tee -a $(TEST_LOG)
 	$(SWIFT) test --skip-build --filter BlepayBLETests 2>&1 | tee -a $(TEST_LOG)
@@ -66,8 +67,8 @@ demo: deps
 	$(SWIFT) build --product blepay-loopback
 	bash scripts/demo.sh $(BIN_PATH)
 
-# Only the real-BlueZ tier.
-rig-test: deps build
+# Only the real-BlueZ tier (it installs `make deb`'s packages).
+rig-test: deps build deb
 	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests
 
 # Coverage-guided fuzzing of the protocol decoders and reassembler for FUZZ_SECONDS; fails on any crash.

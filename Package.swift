@@ -310,7 +310,7 @@ let package = Package(
             ],
             path: "Tests/LedgerTestSupport"
         ),
-        .testTarget(name: "RigTests", dependencies: ["BlepayControl", "BlepayDaemonConfiguration"]),
+        .testTarget(name: "RigTests", dependencies: ["BlepayControl", "BlepayDaemonConfiguration", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,6 +13,8 @@ arch=$(dpkg --print-architecture)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
+# Only this build's packages stay: the rig installs every package in the folder.
+rm -f "$out"/*.deb
 
 # unit NAME DIR: the unit from systemd/, run from /usr/bin.
 unit() { install -d "$2/lib/systemd/system"; sed 's#/usr/local/bin/#/usr/bin/#' "$root/systemd/$1" > "$2/lib/systemd/system/$1"; }

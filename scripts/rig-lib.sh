@@ -1,6 +1,6 @@
 # Helpers for the scenarios that run blepay's daemons inside the rig (rig-payment.sh, rig-broadcast.sh,
-# rig-bench.sh); sourced. Each host installs blepay with `make install`'s script and starts each daemon with its
-# unit's ExecStart line. Sets $root (the checkout), $out ($BLEPAY_RIG_OUT) and $host ($BLEPAY_RIG_HOST).
+# rig-bench.sh); sourced. Each host installs blepay with `make install`'s script or `make deb`'s packages and starts
+# each daemon with its installed unit's ExecStart line. Sets $root (the checkout), $out ($BLEPAY_RIG_OUT) and $host ($BLEPAY_RIG_HOST).
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$BLEPAY_RIG_OUT
 host=$BLEPAY_RIG_HOST
@@ -24,10 +24,42 @@ put() { cat > "$out/$1.tmp" && mv "$out/$1.tmp" "$out/$1"; }
 # Whether the event of `kind` $1 for payment $2 is in the event log $3 (default: this host's).
 seen() { grep -q "\"event\":\"$1\".*\"payment_id\":\"$2\"" "$out/${3:-$host}.events.jsonl"; }
 
-# `make install`, with this build's binaries (the guest's /etc, /usr and /var are its own overlays).
-install_blepay() { bash "$root/scripts/install.sh" "$1" > "$out/$host.install.log" 2>&1 || fail "installing failed"; }
+# install_blepay DIR: `make install` with the binaries in DIR or, when DIR holds `make deb`'s packages, those
+# packages on a host that has no Swift toolchain (the guest's /etc, /usr and /var are its own overlays).
+install_blepay() {
+  if compgen -G "$1/*.deb" > /dev/null; then install_packages "$1"; return; fi
+  bash "$root/scripts/install.sh" "$1" > "$out/$host.install.log" 2>&1 || fail "installing failed"
+}
 
-unit_exec() { sed -n 's/^ExecStart=//p' "$root/systemd/blepay-$1.service"; }
+# Hides the Swift toolchain under an empty folder, installs the packages with dpkg, and records what dpkg and the
+# binaries say about their version (for the test to compare with VERSION).
+install_packages() {
+  local swift toolchain
+  if swift=$(command -v swift); then
+    toolchain=$(dirname "$(dirname "$(dirname "$(readlink -f "$swift")")")")
+    mount -t tmpfs -o ro,size=4k blepay-no-toolchain "$toolchain" || fail "could not hide the toolchain at $toolchain"
+  fi
+  hash -r
+  ! command -v swift > /dev/null || fail "the Swift toolchain is still visible"
+  dpkg -i "$1"/*.deb > "$out/$host.install.log" 2>&1 || fail "dpkg could not install the packages"
+  {
+    dpkg-query -W -f '${Package} ${Version} ${Status}\n' blepay blepay-ledger
+    for program in /usr/bin/blepayd /usr/bin/blepayctl /usr/bin/blepay-ledger; do
+      echo "$program $("$program" --version)"
+      ldd "$program" | sed "s/^/  /"
+    done
+  } > "$out/$host.packages.txt" 2>&1 || fail "the installed programs do not run"
+}
+
+# The installed unit of daemon $1: the package's (/lib) or `make install`'s (/etc).
+unit_file() {
+  local file
+  for file in /etc/systemd/system/blepay-$1.service /lib/systemd/system/blepay-$1.service; do
+    [[ -f $file ]] && { echo "$file"; return; }
+  done
+  fail "no unit blepay-$1 is installed"
+}
+unit_exec() { sed -n 's/^ExecStart=//p' "$(unit_file "$1")"; }
 
 # start NAME UNIT CHECK [CONFIG]: starts the daemon as unit UNIT would (reading CONFIG instead of the unit's file,
 # for a second daemon of a role), logging (at debug level unless BLEPAY_LOG_LEVEL says otherwise) into the output
@@ -38,7 +70,7 @@ start() {
   local name=$1 unit=$2 check=$3 command watchdog socket=/run/blepay-$1.notify
   command=$(unit_exec "$unit")
   [[ -n ${4:-} ]] && command=${command/\/etc\/blepay\/$unit.toml/$4}
-  watchdog=$(sed -n 's/^WatchdogSec=//p' "$root/systemd/blepay-$unit.service")
+  watchdog=$(sed -n 's/^WatchdogSec=//p' "$(unit_file "$unit")")
   python3 "$root/scripts/notify-listener.py" "$socket" "$out/$host.$name.notify.jsonl" "$check" \
     > "$out/$host.$name.notify.log" 2>&1 &
   await "[ -S $socket ]" 10 || fail "no notify socket for $name"

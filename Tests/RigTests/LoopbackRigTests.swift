@@ -64,6 +64,11 @@ enum Rig {
     /// Where the package's other binaries (`blepayd`, `blepayctl`, `blepay-ledger`) are, beside the loopback.
     static var binaryDirectory: String { URL(fileURLWithPath: binary).deletingLastPathComponent().path }
 
+    /// `make deb`'s packages (or the folder `BLEPAY_DEBS` names).
+    static var packageDirectory: String {
+        ProcessInfo.processInfo.environment["BLEPAY_DEBS"] ?? packageRoot.appendingPathComponent(".build/deb").path
+    }
+
     static func peripheral(adapter: String) -> String {
         "\(binary) peripheral --adapter \(adapter) --timeout 150 --report \"$BLEPAY_RIG_OUT/peripheral.json\""
     }

@@ -1,6 +1,7 @@
 import BlepayControl
 import Foundation
 import Testing
+import TestSupport
 
 /// Real payments between the daemons, checked from what they signalled, what the ledger's books say, and how the
 /// daemons exited: between two machines (`scripts/rig-payment.sh`), one of them cut off from the ledger
@@ -108,12 +109,31 @@ struct PaymentRigTests {
     /// point-to-point IPv6 link only: a payment with a tip, partly refunded by the business (`blepayctl refund`), then
     /// a request each side ends, the last after bluetoothd restarted on host b under the business daemon, after which
     /// the customer is found under a new address. Then both daemons restart and still show the payment, its refund
-    /// and their receipts, verified; the business's day report counts them.
+    /// and their receipts, verified; the business's day report counts them. Both hosts run what ships: `make deb`'s
+    /// packages, installed with dpkg where no Swift toolchain is visible.
     @Test func aPaymentItsRefundACancellationAndADeclineBetweenTwoHosts() throws {
+        let version = try BuildStamp.version()
+        let packages = try FileManager.default.contentsOfDirectory(atPath: Rig.packageDirectory)
+        for name in ["blepay", "blepay-ledger"] {
+            try #require(packages.contains { $0.hasPrefix("\(name)_\(version)_") && $0.hasSuffix(".deb") },
+                "no \(name) \(version) package in \(Rig.packageDirectory): run make deb")
+        }
         let script = Rig.packageRoot.appendingPathComponent("scripts/rig-payment.sh").path
-        let command = "bash \(script) \(Rig.binaryDirectory)"
+        let command = "bash \(script) \(Rig.packageDirectory)"
         let run = try Rig.run(topology: ["two-hosts"], commands: ["--host-a", command, "--host-b", command])
         #expect(run.status == 0, "rig exited \(run.status); it printed where it kept the logs")
+
+        // Each host installed both packages, built from this checkout, and their programs load no Swift runtime.
+        let stamp = try BuildStamp.line()
+        for host in ["a", "b"] {
+            let installed = try run.text("\(host).packages.txt")
+            #expect(installed.contains("blepay \(version) install ok installed"), "\(host): \(installed)")
+            #expect(installed.contains("blepay-ledger \(version) install ok installed"), "\(host): \(installed)")
+            for program in ["blepayd", "blepayctl", "blepay-ledger"] {
+                #expect(installed.contains("/usr/bin/\(program) \(stamp)\n"), "\(host): \(installed)")
+            }
+            #expect(!installed.contains("swift") && !installed.contains("not found"), "\(host): \(installed)")
+        }
 
         let ids = try (1...3).map { try run.text("pay\($0).id") }
         let customer = try run.lines("a.events.jsonl", as: Event.self)
