@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Installs what blepay's build and tests need on a Debian 12 machine (run as root).
+# Installs what blepay's build and tests need on a Debian 12 machine (run as root); with --demo, only what
+# `make demo` needs (no Python example's library, no blepay user for the D-Bus policy tests).
 # Idempotent: packages already present are skipped quickly.
 set -euo pipefail
+demo=0
+[[ ${1:-} == --demo ]] && demo=1
 
 DEB_PACKAGES=(
   libdbus-1-dev libbluetooth-dev dbus bluez bluez-test-tools
   qemu-system-x86 linux-image-amd64 busybox-static socat procps systemd curl gcc patch xz-utils
-  python3-jeepney
 )
+((demo)) || DEB_PACKAGES+=(python3-jeepney)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
@@ -27,5 +30,5 @@ fi
 # The rig's virtual controller, fixed for a central with several connections.
 bash "$(cd "$(dirname "$0")" && pwd)/build-btvirt.sh"
 # The blepay user and group, as an installation creates them: the D-Bus policy tests call the daemons as a member.
-systemd-sysusers "$(cd "$(dirname "$0")/.." && pwd)/systemd/blepay.sysusers"
+((demo)) || systemd-sysusers "$(cd "$(dirname "$0")/.." && pwd)/systemd/blepay.sysusers"
 echo "install-deps: ready"
