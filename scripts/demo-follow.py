@@ -46,8 +46,8 @@ def rig():
         "two VMs" if len(waiting) > 1 else "one VM"))
     while True:
         if waiting and time.time() - said >= 15:
-            say("still waiting for host %s to boot and bring up bluetoothd (%d s)" % (
-                " and ".join(sorted(waiting)), time.time() - booted))
+            say("still waiting for %s %s to boot and bring up bluetoothd (%d s)" % (
+                "hosts" if len(waiting) > 1 else "host", " and ".join(sorted(waiting)), time.time() - booted))
             said = time.time()
         # Unbuffered reads: select() knows nothing of what a buffered reader holds.
         if not select.select([0], [], [], 1)[0]:

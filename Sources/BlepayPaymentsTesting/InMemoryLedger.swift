@@ -19,7 +19,7 @@ public final class InMemoryLedger: PaymentLedger {
     /// Signs the receipts, as the ledger's key does.
     public let ledgerKey = SigningKey()
 
-    /// `latency`: how long each execution takes, as a remote ledger's round trip would.
+    /// `latency`: how long each execution and withdrawal takes, as a remote ledger's round trip would.
     public init(latency: Duration = .zero, behaviour: @escaping @Sendable (PaymentAcceptance) -> Behaviour = { _ in .execute }) {
         self.latency = latency
         self.behaviour = behaviour
@@ -58,5 +58,10 @@ public final class InMemoryLedger: PaymentLedger {
         }
     }
 
-    public func cancel(_ paymentID: PaymentID) async { _ = state.withLock { $0.cancelled.insert(paymentID) } }
+    /// Takes `latency` too; a call cancelled on its way (its task cancelled) never arrives.
+    public func cancel(_ paymentID: PaymentID) async {
+        if latency > .zero { try? await Task.sleep(for: latency) }
+        guard !Task.isCancelled else { return }
+        _ = state.withLock { $0.cancelled.insert(paymentID) }
+    }
 }

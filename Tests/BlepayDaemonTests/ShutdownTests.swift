@@ -22,6 +22,18 @@ struct ShutdownTests {
         #expect(fixture.ledger.executionCount == 0)
     }
 
+    /// The request is withdrawn at the ledger before the business stops, however slowly the ledger answers: stopped
+    /// first, the daemon cancelled the call on its way and the ledger kept the payment open until it expired.
+    @Test func aStoppingBusinessWithdrawsItsRequestAtTheLedgerBeforeItStops() async throws {
+        let fixture = try await ControlFixture(ledgerLatency: .milliseconds(500))
+        defer { fixture.stop() }
+        let customerEvents = try await fixture.events(.customer)
+        let id = try await fixture.shownRequest(customerEvents)
+
+        await fixture.business.shutdown()
+        #expect(fixture.ledger.cancelled.map(\.description) == [id])
+    }
+
     @Test func aStoppingBusinessLetsAnExecutingPaymentFinish() async throws {
         let fixture = try await ControlFixture(ledgerLatency: .seconds(1))
         defer { fixture.stop() }

@@ -37,6 +37,9 @@ public actor BusinessDriver {
     private let jobs = AsyncStream<Job>.makeStream()
     private let quiescence = Quiescence()
     private var stopping = false
+    /// Withdrawals sent to the ledger and not answered yet. A stopping driver waits for them too: a request
+    /// cancelled as the daemon stops is withdrawn at the ledger, not left open there until it expires.
+    private var withdrawing = 0
     private let continuation: AsyncStream<BusinessEvent>.Continuation
     public nonisolated let events: AsyncStream<BusinessEvent>
 
@@ -123,14 +126,17 @@ public actor BusinessDriver {
     /// The requests sent, newest first.
     public var snapshots: [PaymentSnapshot] { machine.snapshots }
 
-    /// The daemon is stopping: open requests are withdrawn (their customers told), payments being executed are
-    /// waited for up to `limit` so that they end with their result; then `events` ends.
+    /// The daemon is stopping: open requests are withdrawn (their customers and the ledger told), payments being
+    /// executed are waited for up to `limit` so that they end with their result; then `events` ends.
     public func shutdown(waitingAtMost limit: Duration = .seconds(15)) async {
         stopping = true
         perform(machine.shutdown())
-        if machine.hasUnended { _ = await quiescence.wait(atMost: limit) }
+        if isBusy { _ = await quiescence.wait(atMost: limit) }
         continuation.finish()
     }
+
+    /// Whether a payment is still open or a withdrawal still on its way to the ledger.
+    private var isBusy: Bool { machine.hasUnended || withdrawing > 0 }
 
     private func handle(_ event: TransportEvent) {
         let now = clock()
@@ -157,6 +163,8 @@ public actor BusinessDriver {
             ledgerAnswered(id, await ledger.status(of: id, merchant: nil))
         case .cancel(let id):
             await ledger.cancel(id)
+            withdrawing -= 1
+            if stopping { quiescence.check(isBusy) }
         case .queue(let request, let acceptance):
             let id = request.paymentID
             guard let offline,
@@ -185,7 +193,8 @@ public actor BusinessDriver {
             case .emit(let event):
                 continuation.yield(event)
                 switch event {
-                case .cancelled(let id), .expired(let id): jobs.continuation.yield(.cancel(id))
+                case .cancelled(let id), .expired(let id):
+                    if case .enqueued = jobs.continuation.yield(.cancel(id)) { withdrawing += 1 }
                 default: break
                 }
             case .send(let peer, let message):
@@ -201,6 +210,6 @@ public actor BusinessDriver {
             }
         }
         wakeup.signal()
-        if stopping { quiescence.check(machine.hasUnended) }
+        if stopping { quiescence.check(isBusy) }
     }
 }

@@ -1,10 +1,11 @@
-/// Lets a stopping driver wait, without polling, until its machine has no payment left open: once stopping, the
-/// driver calls `check` after every input, and `wait` returns at the first check that finds none, or after the limit.
+/// Lets a stopping driver wait, without polling, until it has nothing left to finish (no payment open, for a business
+/// no withdrawal on its way to the ledger): once stopping, the driver calls `check` after every input and every
+/// answer, and `wait` returns at the first check that finds it idle, or after the limit.
 struct Quiescence: Sendable {
     private let signal = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
-    func check(_ hasUnended: Bool) {
-        if !hasUnended { signal.continuation.yield() }
+    func check(_ busy: Bool) {
+        if !busy { signal.continuation.yield() }
     }
 
     /// True if the machine became quiet, false if `limit` passed first.
