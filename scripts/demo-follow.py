@@ -29,8 +29,10 @@ def events():
             continue
 
 
+# A host is up once its rig-guest says so; then what the console says each host does, as the demo tells it.
+UP = re.compile(r"rig-guest\[(\w+)\]: ready with (.*)")
 MILESTONES = [
-    (re.compile(r"rig-guest\[(\w+)\]: ready with (.*)"), "host {0} is up: its kernel, system bus and bluetoothd with {1}"),
+    (UP, "host {0} is up: its kernel, system bus and bluetoothd with {1}"),
     (re.compile(r"rig\[(\w+)\]: starting \S*/(blepay-ledger|blepayd \w+)"), "host {0}: starting {1}"),
     (re.compile(r"rig\[(\w+)\]: (restarting bluetoothd|powering \w+ off and on)"), "host {0}: {1}"),
     (re.compile(r"rig-guest\[(\w+)\]: (.*)"), "host {0}: {1}"),
@@ -66,7 +68,7 @@ def milestone(line, waiting):
     for pattern, text in MILESTONES:
         match = pattern.search(line)
         if match:
-            if text.startswith("host {0} is up"):
+            if pattern is UP:
                 waiting.discard(match.group(1))
             say(text.format(*match.groups()))
             return time.time()
