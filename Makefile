@@ -12,7 +12,6 @@ LEDGER_BENCH_SETTLEMENTS ?= 4000
 DAEMON_BENCH_PAYMENTS ?= 50
 DAEMON_BENCH_OFFLINE ?= 20
 FUZZ_SECONDS ?= 60
-TEST_LOG = .build/test-output.log
 # At most 16 tests at once in one test process. Unbounded, the pure and D-Bus tier peaked at 922 threads and 1,701
 # open files (a dbus-daemon and several connections per test), and Foundation's `Process.run`, which reads every
 # entry of /proc/self/fd, crashed the whole run past about 1,360 (and froze it for minutes while it printed the
@@ -33,21 +32,13 @@ deps:
 build:
 	$(SWIFT) build --build-tests
 
-# All three tiers: pure and real-D-Bus tests; the BLE link layer against the stand-in bluetoothd, and the crash
-# tests, each on their own (the ledgers, PostgreSQL and the thousand crashed processes of the others would starve
-# its bounded waits on a 2-core machine); then real BlueZ in the virtual BLE rig (both topologies; the two-hosts
-# payment runs on `make deb`'s packages, installed where no toolchain is visible).
-# Ends with one line counting every test of all tiers.
-test: deps build deb
-	rm -f $(TEST_LOG)
-	$(SWIFT) test --skip-build $(TEST_WIDTH) --skip RigTests --skip CrashTests --skip BlepayBLETests 2>&1 | tee -a $(TEST_LOG)
-	$(SWIFT) test --skip-build --filter BlepayBLETests 2>&1 | tee -a $(TEST_LOG)
-	$(SWIFT) test --skip-build $(TEST_WIDTH) --filter CrashTests 2>&1 | tee -a $(TEST_LOG)
-	bash scripts/contract.sh $(BIN_PATH)/blepay-ledger
-	bash scripts/check-units.sh $(BIN_PATH)
-	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests 2>&1 | tee -a $(TEST_LOG)
-	@bash scripts/test-summary.sh $(TEST_LOG)
-	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+# All three tiers (scripts/test.sh): the packages, the builds, then the pure and real-D-Bus tests; the BLE link
+# layer against the stand-in bluetoothd, and the crash tests, each on their own; the ledger's API contract; then real
+# BlueZ in the virtual BLE rig (both topologies; the two-hosts payment runs on `make deb`'s packages, installed where
+# no toolchain is visible); fuzzing. One line per step, each step's output in .build/test-logs; ends with one line
+# counting every test of all tiers.
+test:
+	TEST_WIDTH="$(TEST_WIDTH)" FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/test.sh
 
 # Every tier but the rig (no VMs), split as `test` splits them.
 unit-test: build

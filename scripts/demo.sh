@@ -15,25 +15,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-start=$(date +%s)
 work=$(mktemp -d /tmp/blepay-demo.XXXXXX)
 followers=()
 trap 'kill "${followers[@]}" 2>/dev/null || true' EXIT
-mkdir -p "$root/.build"
-
-say() {
-  local seconds=$(($(date +%s) - start))
-  printf '[%d:%02d] %s\n' $((seconds / 60)) $((seconds % 60)) "$*"
-}
-
-# step TEXT LOG COMMAND…: says TEXT, then runs COMMAND with its output in LOG (under .build); a failure shows the
-# log's last lines.
-step() {
-  local text=$1 log=$root/.build/$2
-  shift 2
-  say "$text (output in .build/$(basename "$log"))"
-  "$@" > "$log" 2>&1 || { echo "demo: that failed; the end of $log:" >&2; tail -n 25 "$log" >&2; exit 1; }
-}
+STEPS_NAME=demo STEPS_LOGS=$root/.build
+source "$here/steps.sh"
+start=$steps_start
 
 build() {
   local product

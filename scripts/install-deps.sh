@@ -10,7 +10,8 @@ DEB_PACKAGES=(
   libdbus-1-dev libbluetooth-dev dbus bluez bluez-test-tools
   qemu-system-x86 linux-image-amd64 busybox-static socat procps systemd curl gcc patch xz-utils
 )
-((demo)) || DEB_PACKAGES+=(python3-jeepney)
+# gdb: the stacks of a test tier that hangs (scripts/test-tier.sh).
+((demo)) || DEB_PACKAGES+=(python3-jeepney gdb)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -1,0 +1,25 @@
+# Sourced by blepay's long-running scripts (make test, make demo): one line per step with the time since the script
+# started, each step's own output kept in a log file, and a failing step shown by the end of its log. What a step
+# prints never reaches the console in bulk: a compiler's or a test runner's hundreds of kilobytes stay in files.
+# Set STEPS_NAME (the script's name in messages) and STEPS_LOGS (the logs' folder) before sourcing it.
+steps_start=${steps_start:-$(date +%s)}
+mkdir -p "$STEPS_LOGS"
+
+# say TEXT…: TEXT after the time since the script started, as [m:ss].
+say() {
+  local seconds=$(($(date +%s) - steps_start))
+  printf '[%d:%02d] %s\n' $((seconds / 60)) $((seconds % 60)) "$*"
+}
+
+# step TEXT LOG COMMAND…: says TEXT, then runs COMMAND with its output in STEPS_LOGS/LOG; a failure shows the log's
+# last lines and ends the script.
+step() {
+  local text=$1 log=$STEPS_LOGS/$2
+  shift 2
+  say "$text (output in $log)"
+  "$@" > "$log" 2>&1 < /dev/null || {
+    echo "$STEPS_NAME: that failed; the end of $log:" >&2
+    tail -n "${STEPS_TAIL:-25}" "$log" >&2
+    exit 1
+  }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# make test: all three tiers, one line per step with the time since it started. What a step prints (apt, the
+# compiler, each test) goes to .build/test-logs/STEP.log; a tier's line gives its count and any failed test, and a
+# failing step shows the end of its log. Each tier of `swift test` runs under a time limit (scripts/test-tier.sh).
+# Ends with the line counting every test of all tiers.
+# Usage: test.sh (as root). TEST_WIDTH: the most tests one test process runs at once; FUZZ_SECONDS.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cd "$root"
+STEPS_NAME=test STEPS_LOGS=.build/test-logs STEPS_TAIL=60
+source "$here/steps.sh"
+width=${TEST_WIDTH:?}
+results=.build/test-output.log
+
+step "installing the packages, virtme-ng and the rig's kernel" deps.log make --no-print-directory deps
+step "building blepay and its tests (debug)" build.log swift build --build-tests
+step "building the Debian packages (release)" deb.log make --no-print-directory deb
+bin=$(swift build --show-bin-path)
+rm -f "$results" .build/test-hangs.txt
+
+# tier NAME LIMIT_SECONDS ARGUMENTS…: `swift test --skip-build ARGUMENTS…` as one step; then its closing line and
+# every failed test.
+tier() {
+  local name=$1 limit=$2 log=$STEPS_LOGS/$1.log status=0
+  shift 2
+  say "the $name tests (output in $log)"
+  bash "$here/test-tier.sh" "$name" "$limit" "$results" swift test --skip-build "$@" > "$log" 2>&1 < /dev/null ||
+    status=$?
+  grep -aE '^(✔|✘) Test run with|^✘ Test ' "$log" | cut -c1-300 | head -n 40 | sed 's/^/  /' || true
+  if grep -qs "^$name:" .build/test-hangs.txt; then
+    echo "  the $name tests hung (their stacks were kept) and ran again:"
+    grep "^$name:" .build/test-hangs.txt | sed 's/^/  /'
+  fi
+  if ((status != 0)); then
+    echo "test: the $name tests failed; the end of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+}
+
+# The pure and real-D-Bus tests; the BLE link layer against the stand-in bluetoothd and the crash tests each on
+# their own (the ledgers, PostgreSQL and the thousand crashed processes of the others would starve its bounded waits
+# on a 2-core machine); then real BlueZ in the virtual BLE rig, both topologies, the two-hosts payment on the
+# packages just built, installed where no toolchain is visible.
+tier unit 600 $width --skip RigTests --skip CrashTests --skip BlepayBLETests
+tier ble 300 --filter BlepayBLETests
+tier crash 1200 $width --filter CrashTests
+step "the ledger's HTTP API against its OpenAPI document" contract.log bash "$here/contract.sh" "$bin/blepay-ledger"
+tail -n 3 "$STEPS_LOGS/contract.log" | sed 's/^/  /'
+step "the systemd units" units.log bash "$here/check-units.sh" "$bin"
+BLEPAY_LOOPBACK=$bin/blepay-loopback tier rig 1800 --filter RigTests
+step "fuzzing the protocol decoders for ${FUZZ_SECONDS:-60} s" fuzz.log bash "$here/fuzz.sh" "${FUZZ_SECONDS:-60}"
+tail -n 2 "$STEPS_LOGS/fuzz.log" | sed 's/^/  /'
+bash "$here/test-summary.sh" "$results"
