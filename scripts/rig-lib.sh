@@ -5,12 +5,29 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$BLEPAY_RIG_OUT
 host=$BLEPAY_RIG_HOST
 log() { echo "rig[$host]: $*" >&2; }
-fail() { log "$*"; touch "$out/$host.failed"; exit 1; }
+fail() { log "$*"; stacks; touch "$out/$host.failed"; exit 1; }
 
-# Waits up to $2 seconds until the command in $1 succeeds; gives up early when another host failed.
+# stacks: every thread's stack of each daemon this host started and is still running, in $out/HOST.NAME.stacks.txt,
+# so that a daemon that stopped answering says where it waits.
+stacks() {
+  local file name pid
+  for file in /run/blepay-*.pid; do
+    [[ -f $file ]] || continue
+    name=${file#/run/blepay-}
+    name=${name%.pid}
+    pid=$(cat "$file")
+    kill -0 "$pid" 2>/dev/null || continue
+    log "the stacks of $name (pid $pid) are in $host.$name.stacks.txt"
+    timeout 120 gdb -p "$pid" -batch -ex "thread apply all bt 40" > "$out/$host.$name.stacks.txt" 2>&1 || true
+  done
+}
+
+# Waits up to $2 seconds until the command in $1 succeeds (tried five times a second, which the emulated CPU
+# stretches); gives up early when another host failed, and at twice $2 by the clock: a try that waits (a blepayctl
+# call to a daemon that does not answer takes its D-Bus timeout) must not stretch the wait without end.
 await() {
-  local i
-  for ((i = 0; i < $2 * 5; i++)); do
+  local i deadline=$((SECONDS + 2 * $2))
+  for ((i = 0; i < $2 * 5 && SECONDS < deadline; i++)); do
     eval "$1" >/dev/null 2>&1 && return 0
     compgen -G "$out/*.failed" > /dev/null && fail "another host failed"
     sleep 0.2
