@@ -55,9 +55,9 @@ contract: build
 demo:
 	bash scripts/demo.sh
 
-# Only the real-BlueZ tier (it installs `make deb`'s packages).
+# Only the real-BlueZ tier (it installs `make deb`'s packages), one test at a time as `make test` runs it.
 rig-test: deps build deb
-	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --filter RigTests
+	BLEPAY_LOOPBACK=$(LOOPBACK) $(SWIFT) test --skip-build --no-parallel --filter RigTests
 
 # Coverage-guided fuzzing of the protocol decoders and reassembler for FUZZ_SECONDS; fails on any crash.
 fuzz:
