@@ -11,15 +11,20 @@ say() {
   printf '[%d:%02d] %s\n' $((seconds / 60)) $((seconds % 60)) "$*"
 }
 
-# step TEXT LOG COMMAND…: says TEXT, then runs COMMAND with its output in STEPS_LOGS/LOG; a failure shows the log's
-# last lines and ends the script.
-step() {
+# attempt TEXT LOG COMMAND…: says TEXT, then runs COMMAND with its output in STEPS_LOGS/LOG; its status.
+attempt() {
   local text=$1 log=$STEPS_LOGS/$2
   shift 2
   say "$text (output in $log)"
-  "$@" > "$log" 2>&1 < /dev/null || {
-    echo "$STEPS_NAME: that failed; the end of $log:" >&2
-    tail -n "${STEPS_TAIL:-25}" "$log" >&2
-    exit 1
-  }
+  "$@" > "$log" 2>&1 < /dev/null
 }
+
+# failed LOG: the end of STEPS_LOGS/LOG, and the script ends.
+failed() {
+  echo "$STEPS_NAME: that failed; the end of $STEPS_LOGS/$1:" >&2
+  tail -n "${STEPS_TAIL:-25}" "$STEPS_LOGS/$1" >&2
+  exit 1
+}
+
+# step TEXT LOG COMMAND…: attempt, and a failure ends the script.
+step() { attempt "$@" || failed "$2"; }

@@ -3,7 +3,7 @@
 # a fraction of its limit): the tests it started and never ended and every thread's stack (gdb) are printed and kept
 # in .build/hang-NAME-N.txt, the run's process group is killed, and the tier runs once more. Only the run that ended
 # is appended to LOG, so that the closing count (test-summary.sh) counts each test once; a hang is noted in
-# .build/test-hangs.txt, which the closing count prints.
+# .build/test-hangs.txt, which make test prints under the tier's line.
 # Usage: scripts/test-tier.sh NAME LIMIT_SECONDS LOG COMMAND…
 set -uo pipefail
 name=$1 limit=$2 log=$3
@@ -44,7 +44,6 @@ report() {
 
 for attempt in 1 2; do
   output=.build/tier-$name-$attempt.log
-  : > "$output"
   : > "$output"
   setsid "$@" > "$output" 2>&1 &
   group=$!

@@ -22,21 +22,16 @@ rm -f "$results" .build/test-hangs.txt
 # tier NAME LIMIT_SECONDS ARGUMENTS…: `swift test --skip-build ARGUMENTS…` as one step; then its closing line and
 # every failed test.
 tier() {
-  local name=$1 limit=$2 log=$STEPS_LOGS/$1.log status=0
+  local name=$1 limit=$2 status=0
   shift 2
-  say "the $name tests (output in $log)"
-  bash "$here/test-tier.sh" "$name" "$limit" "$results" swift test --skip-build "$@" > "$log" 2>&1 < /dev/null ||
-    status=$?
-  grep -aE '^(✔|✘) Test run with|^✘ Test ' "$log" | cut -c1-300 | head -n 40 | sed 's/^/  /' || true
+  attempt "the $name tests" "$name.log" bash "$here/test-tier.sh" "$name" "$limit" "$results" \
+    swift test --skip-build "$@" || status=$?
+  grep -aE '^(✔|✘) Test run with|^✘ Test ' "$STEPS_LOGS/$name.log" | cut -c1-300 | head -n 40 | sed 's/^/  /' || true
   if grep -qs "^$name:" .build/test-hangs.txt; then
     echo "  the $name tests hung (their stacks were kept) and ran again:"
     grep "^$name:" .build/test-hangs.txt | sed 's/^/  /'
   fi
-  if ((status != 0)); then
-    echo "test: the $name tests failed; the end of $log:" >&2
-    tail -n 30 "$log" >&2
-    exit 1
-  fi
+  ((status == 0)) || failed "$name.log"
 }
 
 # The pure and real-D-Bus tests; the BLE link layer against the stand-in bluetoothd and the crash tests each on
