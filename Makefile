@@ -2,8 +2,9 @@
 SWIFT ?= swift
 BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
 # What ships: optimized, the Swift runtime and Foundation linked in (no toolchain on the target, no dynamic
-# relocation of the runtime at each start), unused code stripped by the linker.
-RELEASE = -c release --static-swift-stdlib
+# relocation of the runtime at each start), unused code stripped by the linker. Built in a folder of its own, so that
+# `swift test` on the debug build (which waits for any build in its folder) runs while it builds (make test).
+RELEASE = -c release --static-swift-stdlib --scratch-path .build-release
 RELEASE_BIN_PATH = $(shell $(SWIFT) build $(RELEASE) --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200
