@@ -97,4 +97,4 @@ deb:
 	bash scripts/check-deb.sh .build/deb
 
 clean:
-	rm -rf .build .build-fuzz .build-bench .build-bench-load .rig-logs
+	rm -rf .build .build-release .build-fuzz Benchmarks/.build .rig-logs

@@ -16,9 +16,10 @@ concurrency=${2:-32}
 settlements=${3:-4000}
 warm_up=500
 admin_url=postgres://blepay:blepay@127.0.0.1:5432/blepay
-# Release builds of their own, so this never waits on or disturbs the debug build in .build.
-server_build=$root/.build-bench
-load_build=$root/.build-bench-load
+# The ledger as it ships (make deb's release build, the Swift runtime linked in, in .build-release); the load in the
+# Benchmarks package's own folder, shared with its benchmarks. Neither waits on or disturbs the debug build in .build.
+server_build=$root/.build-release
+load_build=$root/Benchmarks/.build
 
 mkdir -p "$server_build"
 # On the disk the ledger's state directory would be on, never a tmpfs: the numbers are about fsync.
@@ -56,8 +57,8 @@ filesystem=$(stat -f -c %T "$work")
 [[ $filesystem != tmpfs && $filesystem != ramfs ]] || fail "$work is on $filesystem, not on a disk"
 
 bash "$root/scripts/postgres.sh" >"$work/postgres.log" 2>&1 || fail "PostgreSQL did not start (scripts/postgres.sh)"
-swift build -c release --package-path "$root" --scratch-path "$server_build" --product blepay-ledger \
-    >"$work/build.log" 2>&1 || fail "building blepay-ledger"
+swift build -c release --static-swift-stdlib --package-path "$root" --scratch-path "$server_build" \
+    --product blepay-ledger >"$work/build.log" 2>&1 || fail "building blepay-ledger"
 swift build -c release --package-path "$root/Benchmarks" --scratch-path "$load_build" --product LedgerLoad \
     >>"$work/build.log" 2>&1 || fail "building LedgerLoad"
 ledger=$server_build/release/blepay-ledger
