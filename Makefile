@@ -72,12 +72,13 @@ fuzz:
 # stopped the accept latency of DAEMON_BENCH_OFFLINE payments made under a voucher.
 bench: deps
 	bash scripts/bench-swift.sh
-	bash scripts/bench-ledger.sh $(LEDGER_BENCH_PAYMENTS) 32 $(LEDGER_BENCH_SETTLEMENTS)
+	$(SWIFT) build $(RELEASE) --product blepay-ledger
+	bash scripts/bench-ledger.sh $(RELEASE_BIN_PATH)/blepay-ledger $(LEDGER_BENCH_PAYMENTS) 32 \
+	  $(LEDGER_BENCH_SETTLEMENTS)
 	$(SWIFT) build $(RELEASE) --product blepay-loopback
 	bash scripts/bench.sh $(RELEASE_BIN_PATH)/blepay-loopback $(BENCH_ROUND_TRIPS)
 	$(SWIFT) build $(RELEASE) --product blepayd
 	$(SWIFT) build $(RELEASE) --product blepayctl
-	$(SWIFT) build $(RELEASE) --product blepay-ledger
 	bash scripts/bench-daemons.sh $(RELEASE_BIN_PATH) $(DAEMON_BENCH_PAYMENTS) "10 20" \
 	  $(DAEMON_BENCH_OFFLINE)
 

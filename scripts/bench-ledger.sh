@@ -8,22 +8,22 @@
 # A complete payment is the business's POST /v1/payments then the customer's POST /v1/payments/{id}/acceptance,
 # answered `settled`; anything else is an error and fails the bench. Messages are signed before timing starts.
 # Prints only 'bench:' lines; the logs are shown on failure. Run as root (it starts PostgreSQL with
-# scripts/postgres.sh). Usage: scripts/bench-ledger.sh [PAYMENTS [CONCURRENCY [SETTLEMENTS]]]
+# scripts/postgres.sh). Usage: scripts/bench-ledger.sh LEDGER_BINARY [PAYMENTS [CONCURRENCY [SETTLEMENTS]]]
+# (make bench passes the ledger as it ships: make deb's release build, the Swift runtime linked in).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-payments=${1:-8000}
-concurrency=${2:-32}
-settlements=${3:-4000}
+ledger=$(realpath "${1:?usage: bench-ledger.sh LEDGER_BINARY [PAYMENTS [CONCURRENCY [SETTLEMENTS]]]}")
+payments=${2:-8000}
+concurrency=${3:-32}
+settlements=${4:-4000}
 warm_up=500
 admin_url=postgres://blepay:blepay@127.0.0.1:5432/blepay
-# The ledger as it ships (make deb's release build, the Swift runtime linked in, in .build-release); the load in the
-# Benchmarks package's own folder, shared with its benchmarks. Neither waits on or disturbs the debug build in .build.
-server_build=$root/.build-release
+# The load is built in the Benchmarks package's own folder, shared with its benchmarks.
 load_build=$root/Benchmarks/.build
 
-mkdir -p "$server_build"
-# On the disk the ledger's state directory would be on, never a tmpfs: the numbers are about fsync.
-work=$(mktemp -d "$server_build/run.XXXXXX")
+# Beside the ledger's binary, on the disk the ledger's state directory would be on, never a tmpfs: the numbers are
+# about fsync.
+work=$(mktemp -d "$(dirname "$ledger")/ledger-bench.XXXXXX")
 pids=()
 database=""
 
@@ -57,11 +57,8 @@ filesystem=$(stat -f -c %T "$work")
 [[ $filesystem != tmpfs && $filesystem != ramfs ]] || fail "$work is on $filesystem, not on a disk"
 
 bash "$root/scripts/postgres.sh" >"$work/postgres.log" 2>&1 || fail "PostgreSQL did not start (scripts/postgres.sh)"
-swift build -c release --static-swift-stdlib --package-path "$root" --scratch-path "$server_build" \
-    --product blepay-ledger >"$work/build.log" 2>&1 || fail "building blepay-ledger"
 swift build -c release --package-path "$root/Benchmarks" --scratch-path "$load_build" --product LedgerLoad \
-    >>"$work/build.log" 2>&1 || fail "building LedgerLoad"
-ledger=$server_build/release/blepay-ledger
+    >"$work/build.log" 2>&1 || fail "building LedgerLoad"
 load=$load_build/release/LedgerLoad
 
 # True when something answers on 127.0.0.1:$1.
