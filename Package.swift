@@ -246,7 +246,9 @@ let package = Package(
         // Seeded randomness, hex, and the built executables for the tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
-        .testTarget(name: "BlepayServiceTests", dependencies: ["BlepayService", "TestSupport"]),
+        .testTarget(
+            name: "BlepayServiceTests",
+            dependencies: ["BlepayService", "TestSupport", .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(
             name: "BlepayDaemonStoreTests",
             dependencies: [

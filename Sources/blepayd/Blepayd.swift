@@ -10,8 +10,15 @@ import Logging
 import Prometheus
 import ServiceLifecycle
 
-/// `blepayd customer` and `blepayd business`: the two daemons, run by systemd (`systemd/`).
+/// `blepayd customer` and `blepayd business`: the two daemons, run by systemd (`systemd/`), each on event-loop
+/// executors so that an idle daemon sleeps.
 @main
+enum Main {
+    static func main() {
+        EventLoopExecutors.main { await Blepayd.main() }
+    }
+}
+
 struct Blepayd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepayd",

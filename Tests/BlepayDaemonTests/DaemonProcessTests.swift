@@ -18,6 +18,94 @@ struct DaemonProcessTests {
     /// `systemctl reload` of a business with four requests open: once, SIGHUP stopped it at once, and systemd, seeing
     /// a clean signal, did not restart it.
     @Test func sighupReloadsABusinessAndKeepsItsOpenRequests() async throws {
+        try await Self.withBusiness { business in
+            let open = try await business.openRequests(4)
+            try business.configure("[logging]\nlevel = \"debug\"\n[payments]\nrequest_lifetime_seconds = 30\n")
+            kill(business.process.processIdentifier, SIGHUP)
+            try await business.systemd.next { $0 == "RELOADING=1" }
+            try await business.systemd.next { $0 == "READY=1" }
+            #expect(business.process.isRunning)
+            for id in open {
+                let status = try ControlPayment(dbus: try await business.call("PaymentStatus", [.string(id)]).arguments[0])
+                #expect(status.status == "open", "\(id): \(status)")
+            }
+
+            // What it counted, as Prometheus scrapes it: one request withdrawn, the ledger answering.
+            _ = try await business.call("CancelPayment", [.string(open[0])])
+            let scraped = try await LoopbackHTTP.get(port: business.metricsPort, "/metrics")
+            #expect(scraped.status == 200)
+            #expect(scraped.body.contains(#"blepay_payment_events_total{role="business",event="cancelled"} 1"#), "\(scraped.body)")
+            #expect(scraped.body.contains(#"blepay_ledger_reachable{role="business"} 1"#))
+            #expect(scraped.body.contains(#"blepay_settlement_waiting{role="business"} 0"#))
+            #expect(try await LoopbackHTTP.get(port: business.metricsPort, "/other").status == 404)
+
+            let output = try await business.stop()
+            #expect(output.contains("notice blepay.business: configuration reloaded applied=logging.level"), "\(output)")
+            #expect(output.contains(
+                "warning blepay.business: changed in the configuration, taking effect at the next restart: payments.request_lifetime_seconds"))
+        }
+    }
+
+    /// An idle daemon on libdispatch's executors woke at least once a second: the first job on its worker pool arms a
+    /// workqueue monitor that fires every second for the life of the process. blepayd runs its tasks, timers and
+    /// signals' handling without that pool: after requests, ledger calls, timers and a reload, none of its threads is
+    /// one of the pool's workers (named after their queue, `com.apple.root.<qos>-qos`).
+    @Test func aBusinessRunsItsTasksOnItsEventLoopsNotDispatchsWorkerPool() async throws {
+        try await Self.withBusiness { business in
+            let open = try await business.openRequests(2)
+            _ = try await business.call("CancelPayment", [.string(open[0])])
+            kill(business.process.processIdentifier, SIGHUP)
+            try await business.systemd.next { $0 == "READY=1" }
+            // Long enough for the daemon's short timers (its scan loop's, its D-Bus calls' timeouts) to have fired.
+            try await Task.sleep(for: .seconds(2))
+            let threads = try Self.threadNames(business.process.processIdentifier)
+            #expect(threads.contains { $0.hasPrefix("NIO-SGLTN") }, "\(threads)")
+            #expect(!threads.contains { $0.hasSuffix("-qos") }, "\(threads)")
+            _ = try await business.stop()
+        }
+    }
+
+    static func threadNames(_ pid: Int32) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").map {
+            try String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+        }
+    }
+
+    /// A business as systemd runs it (its READY=1 awaited), on a private bus with a stand-in bluetoothd and a real
+    /// ledger, its metrics on a loopback port.
+    struct Business {
+        let process: Process
+        let pipe: Pipe
+        let systemd: NotifyListener
+        let client: DBusConnection
+        let metricsPort: Int
+        let configure: (String) throws -> Void
+
+        func call(_ member: String, _ arguments: [DBusValue]) async throws -> DBusMessage {
+            let (name, path, interface) = ControlAPI.address(.business)
+            return try await client.call(destination: name, path: path, interface: interface, member: member, arguments: arguments)
+        }
+
+        func openRequests(_ count: Int) async throws -> [String] {
+            var open: [String] = []
+            for amount in (1...count).map({ UInt64($0 * 250) }) {
+                let reply = try await call("SendPaymentRequest", [.uint64(amount), .string("EUR"), .string("")])
+                open.append(try reply.arguments[0].decode(String.self))
+            }
+            return open
+        }
+
+        /// SIGTERM; expects a clean exit and returns what the daemon printed.
+        func stop() async throws -> String {
+            process.terminate()
+            let status = try await exitStatus(of: process, within: .seconds(30))
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(status == 0, "\(output)")
+            return output
+        }
+    }
+
+    static func withBusiness(_ body: (Business) async throws -> Void) async throws {
         let bus = try TestBus()
         defer { bus.stop() }
         let bluetoothd = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: true)
@@ -31,6 +119,7 @@ struct DaemonProcessTests {
                 contents: Data((account.enrollmentToken ?? "").utf8), attributes: [.posixPermissions: 0o600]))
             let file = directory + "/business.toml"
             let key = try await ledger.admin.ledgerKey().publicKey
+            let metricsPort = try LoopbackHTTP.freePort()
             func configure(_ more: String) throws {
                 let text = """
                     [bluetooth]
@@ -40,55 +129,21 @@ struct DaemonProcessTests {
                     public_key = "\(key)"
                     [device]
                     state_directory = "\(directory)"
+                    [metrics]
+                    port = \(metricsPort)
                     \(more)
                     """
                 try Data(text.utf8).write(to: URL(fileURLWithPath: file))
             }
-            let metricsPort = try LoopbackHTTP.freePort()
-            try configure("[metrics]\nport = \(metricsPort)")
+            try configure("")
             let systemd = try NotifyListener()
             let (process, pipe) = try Self.blepayd.start(
                 ["business", "--config", file, "--bus", bus.address], environment: systemd.environment())
             defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
             try await systemd.next(.seconds(60)) { $0 == "READY=1" }
-
             let client = try await DBusConnection.connect(to: .address(bus.address))
-            let (name, path, interface) = ControlAPI.address(.business)
-            func call(_ member: String, _ arguments: [DBusValue]) async throws -> DBusMessage {
-                try await client.call(destination: name, path: path, interface: interface, member: member, arguments: arguments)
-            }
-            var open: [String] = []
-            for amount in [250, 500, 750, 1_000] as [UInt64] {
-                let reply = try await call("SendPaymentRequest", [.uint64(amount), .string("EUR"), .string("")])
-                open.append(try reply.arguments[0].decode(String.self))
-            }
-
-            try configure("[metrics]\nport = \(metricsPort)\n[logging]\nlevel = \"debug\"\n[payments]\nrequest_lifetime_seconds = 30\n")
-            kill(process.processIdentifier, SIGHUP)
-            try await systemd.next { $0 == "RELOADING=1" }
-            try await systemd.next { $0 == "READY=1" }
-            #expect(process.isRunning)
-            for id in open {
-                let status = try ControlPayment(dbus: try await call("PaymentStatus", [.string(id)]).arguments[0])
-                #expect(status.status == "open", "\(id): \(status)")
-            }
-
-            // What it counted, as Prometheus scrapes it: one request withdrawn, the ledger answering.
-            _ = try await call("CancelPayment", [.string(open[0])])
-            let scraped = try await LoopbackHTTP.get(port: metricsPort, "/metrics")
-            #expect(scraped.status == 200)
-            #expect(scraped.body.contains(#"blepay_payment_events_total{role="business",event="cancelled"} 1"#), "\(scraped.body)")
-            #expect(scraped.body.contains(#"blepay_ledger_reachable{role="business"} 1"#))
-            #expect(scraped.body.contains(#"blepay_settlement_waiting{role="business"} 0"#))
-            #expect(try await LoopbackHTTP.get(port: metricsPort, "/other").status == 404)
-
-            process.terminate()
-            let status = try await exitStatus(of: process, within: .seconds(30))
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(status == 0, "\(output)")
-            #expect(output.contains("notice blepay.business: configuration reloaded applied=logging.level"), "\(output)")
-            #expect(output.contains(
-                "warning blepay.business: changed in the configuration, taking effect at the next restart: payments.request_lifetime_seconds"))
+            try await body(Business(
+                process: process, pipe: pipe, systemd: systemd, client: client, metricsPort: metricsPort, configure: configure))
         }
     }
 }
