@@ -7,11 +7,18 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
+/// The ledger runs on event-loop executors, as the daemons do, so that an idle ledger sleeps.
+@main
+enum Main {
+    static func main() {
+        EventLoopExecutors.main { await BlepayLedgerCommand.main() }
+    }
+}
+
 /// `blepay-ledger serve` runs the reference ledger; `blepay-ledger audit` checks its books; `keys`, `rotate-key` and
 /// `activate-key` rotate its signing key; the credential commands (`accounts`, `devices`, `issue-token`,
 /// `revoke-device`, `block`, `unblock`) are the operator's, and so are the payment commands (`export`, `payments`,
 /// `payment`).
-@main
 struct BlepayLedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepay-ledger",

@@ -10,8 +10,7 @@ import Logging
 import Prometheus
 import ServiceLifecycle
 
-/// `blepayd customer` and `blepayd business`: the two daemons, run by systemd (`systemd/`), each on event-loop
-/// executors so that an idle daemon sleeps.
+/// The daemons run on event-loop executors, so that an idle daemon sleeps.
 @main
 enum Main {
     static func main() {
@@ -19,6 +18,7 @@ enum Main {
     }
 }
 
+/// `blepayd customer` and `blepayd business`: the two daemons, run by systemd (`systemd/`).
 struct Blepayd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blepayd",

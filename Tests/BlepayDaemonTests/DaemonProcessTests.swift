@@ -58,16 +58,10 @@ struct DaemonProcessTests {
             try await business.systemd.next { $0 == "READY=1" }
             // Long enough for the daemon's short timers (its scan loop's, its D-Bus calls' timeouts) to have fired.
             try await Task.sleep(for: .seconds(2))
-            let threads = try Self.threadNames(business.process.processIdentifier)
+            let threads = try threadNames(of: business.process.processIdentifier)
             #expect(threads.contains { $0.hasPrefix("NIO-SGLTN") }, "\(threads)")
-            #expect(!threads.contains { $0.hasSuffix("-qos") }, "\(threads)")
+            #expect(!hasDispatchWorker(threads), "\(threads)")
             _ = try await business.stop()
-        }
-    }
-
-    static func threadNames(_ pid: Int32) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").map {
-            try String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
         }
     }
 
