@@ -6,19 +6,21 @@ import Testing
 /// The executors blepayd runs on instead of libdispatch's: tasks and their timers on NIO's event loops, the main actor
 /// on one thread that waits for jobs.
 @Suite struct EventLoopExecutorsTests {
+    /// Two sleepers with deadlines a second apart, from one instant: they wake in the order of their deadlines, never
+    /// before them, on the loops. (20 ms and 60 ms, each from its own start, woke out of order on a loaded machine.)
     @Test func tasksAndTheirSleepsRunOnTheEventLoops() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let executor = EventLoopTaskExecutor(group)
         let order = Order()
+        let start = ContinuousClock.now
         await withTaskExecutorPreference(executor) {
             await withTaskGroup(of: Void.self) { tasks in
-                for (name, milliseconds) in [("late", 60), ("early", 20)] {
+                for (name, deadline) in [("late", start + .seconds(1)), ("early", start + .milliseconds(20))] {
                     tasks.addTask {
                         let onLoop = MultiThreadedEventLoopGroup.currentEventLoop != nil
-                        let start = ContinuousClock.now
-                        try? await Task.sleep(for: .milliseconds(milliseconds))
+                        try? await Task.sleep(until: deadline)
                         await order.record(name, onLoop: onLoop && MultiThreadedEventLoopGroup.currentEventLoop != nil,
-                            slept: ContinuousClock.now - start >= .milliseconds(milliseconds))
+                            slept: ContinuousClock.now >= deadline)
                     }
                 }
             }
