@@ -52,8 +52,9 @@ final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor, @unchecked 
 
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
         let job = UnownedJob(job)
-        // Both of the standard library's clocks measure in `Duration`; NIO's timers run on the monotonic clock, which
-        // differs from `ContinuousClock` only across a system suspend.
+        // Both of the standard library's clocks measure in `Duration` (a clock measuring in another type has no
+        // conversion here, and its job runs at once); NIO's timers run on the monotonic clock, which differs from
+        // `ContinuousClock` only across a system suspend.
         let nanoseconds = (delay as? Duration).map(Self.nanoseconds) ?? 0
         group.any().scheduleTask(in: .nanoseconds(nanoseconds)) { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
