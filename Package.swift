@@ -108,7 +108,8 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
-        // LE credit-based L2CAP channels over kernel sockets: a listener, outgoing channels, whole SDUs both ways.
+        // Packet sockets: LE credit-based L2CAP channels over kernel sockets (a listener, outgoing channels, whole
+        // SDUs both ways), and the GATT sockets bluetoothd hands a client, carried the same way.
         .target(name: "L2CAP", dependencies: ["CBluetooth"]),
         // The payment transport over BlueZ: the customer's GATT server and advertisement, the business's scanner
         // and GATT client, one protocol link per connection.
@@ -246,6 +247,7 @@ let package = Package(
         // Seeded randomness, hex, and the built executables for the tests.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "DBusTestSupport"]),
+        .testTarget(name: "L2CAPTests", dependencies: ["L2CAP"]),
         .testTarget(
             name: "BlepayServiceTests",
             dependencies: ["BlepayService", "TestSupport", .product(name: "NIOPosix", package: "swift-nio")]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the GATT and L2CAP loopback in the one-host rig with timing on, and prints the 'bench:' lines.
+# Runs the GATT (over D-Bus and through bluetoothd's sockets) and L2CAP loopback in the one-host rig with timing on, and prints the 'bench:' lines.
 # Usage: scripts/bench.sh LOOPBACK_BINARY [ROUND_TRIPS]
 set -euo pipefail
 # The air as a product has it: no btmon, no bluetoothd debug log (the goals' conditions).
@@ -14,7 +14,7 @@ trap 'rm -rf "$out"' EXIT
 "$here/rig.sh" --out "$out" --timeout 900 one-host --controllers 2 -- "
   $bin peripheral --adapter hci0 --timeout 600 --bench --l2cap-psm 129 > \"\$BLEPAY_RIG_OUT/peripheral.out\" 2>&1 & p=\$!
   sleep 2
-  $bin central --adapter hci1 --timeout 300 --round-trips $trips --bench --l2cap-psm 129 > \"\$BLEPAY_RIG_OUT/central.out\" 2>&1; c=\$?
+  $bin central --adapter hci1 --timeout 300 --round-trips $trips --bench --gatt-sockets --l2cap-psm 129 > \"\$BLEPAY_RIG_OUT/central.out\" 2>&1; c=\$?
   wait \$p; s=\$?
   [ \$c -eq 0 ] && [ \$s -eq 0 ]" >"$out/rig.log" 2>&1 || {
   echo "bench: the loopback failed; rig output:" >&2

@@ -2,7 +2,8 @@
 # Payments while one side, the other or both cannot reach the ledger, on each host of the rig's two-hosts topology
 # (rig.sh). Host a runs the ledger and the customer daemon, which holds a voucher and reaches the ledger through
 # an interface of its own (ledger0); host b runs the business daemon, whose only way to the ledger is its
-# point-to-point link. One request per case, each accepted on a:
+# point-to-point link; it opens no L2CAP channel, so its sessions run over GATT through bluetoothd's sockets. One
+# request per case, each accepted on a:
 #   1. b's link down: the customer executes the payment (after the business's go-ahead); settled at once;
 #   2. a's ledger0 down, b's link up: the business executes it, as online;
 #   3. both down: it rides on the voucher, both sides finish it pending; b's link up: the business settles it.
@@ -78,6 +79,8 @@ b)
   await "[ -f '$out/merchant.token' ]" 240 || fail "no ledger on host a"
   configure /etc/blepay/business.toml business "https://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
   printf '[offline]\ncurrency = "USD"\nsettle_interval_seconds = 2\n' >> /etc/blepay/business.toml
+  # GATT here (the two-hosts payment runs over L2CAP): the sessions go through bluetoothd's GATT sockets.
+  sed -i 's/^l2cap = true$/l2cap = false/' /etc/blepay/business.toml
   start business business "$(ready_check org.blepay.Business hci0 Discovering)"
   await "blepayctl payments --business" 120 || fail "the business daemon did not start"
   blepayctl watch --business --json > "$out/b.events.jsonl" &

@@ -3,14 +3,16 @@ import BlepayProtocol
 import BlueZ
 import Crypto
 import DBusKit
+import Glibc
 import L2CAP
 import Logging
 import Synchronization
 
 /// The business's side of blepay over BLE: finds customers by the service data they advertise, connects to them
-/// (one connection attempt at a time, at most `maximumConnections` customers at once), reads their info,
-/// subscribes to their notifications and runs one `Link` per customer, the fragments to it sent as write requests,
-/// or as SDUs over an L2CAP channel when the customer's info names a PSM and the channel opens (`docs/protocol.md` §9).
+/// (one connection attempt at a time, at most `maximumConnections` customers at once), reads their info and runs
+/// one `Link` per customer: its fragments as SDUs over an L2CAP channel when the customer's info names a PSM and the
+/// channel opens (`docs/protocol.md` §9); else over GATT, through the sockets bluetoothd hands out for write commands
+/// and notifications, or, where it offers none, as write requests and notification signals on D-Bus.
 ///
 /// BlueZ 5.66 matches a discovery filter's UUIDs against advertised UUID lists only, not service data, so
 /// discovery is unfiltered and customers are picked from their service data here. A customer whose link ended
@@ -252,28 +254,37 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                 device, connectTimeout: configuration.connectTimeout, servicesTimeout: configuration.servicesTimeout)
             let handshake = try BusinessHandshake(
                 staticKey: configuration.staticKey, certificate: configuration.certificate.current, customerInfo: channel.info)
-            let l2cap = await openChannel(to: device, psm: handshake.customerInfo.channelPSM)
+            // One transport for the whole session, chosen before handshake 1 (docs/protocol.md §9): the L2CAP
+            // channel, else GATT through bluetoothd's sockets, else GATT through its D-Bus calls and signals.
+            let transport: Transport
+            if let l2cap = await openChannel(to: device, psm: handshake.customerInfo.channelPSM) {
+                let link = try Link(business: handshake, channelMTU: l2cap.sendMTU, at: .now)
+                transport = .packets(l2cap.packets, name: "l2cap", link: link)
+            } else if let sockets = await channel.sockets(logger: logger) {
+                let link = try Link(business: handshake, mtu: sockets.mtu, at: .now)
+                transport = .packets(sockets.packets, name: "gatt-sockets", link: link)
+            } else {
+                let link = try Link(business: handshake, mtu: channel.mtu, at: .now)
+                transport = .gatt(try await channel.subscribe(), link: link)
+            }
             // The handshake's 10 s run from here: a customer that does not answer is dropped by `tick`.
-            let link =
-                if let l2cap { try Link(business: handshake, channelMTU: l2cap.sendMTU, at: .now) } else {
-                    try Link(business: handshake, mtu: channel.mtu, at: .now)
-                }
             setupEnded.yield(true)
             setupEnded.finish()
-            let (peer, outbox) = links.add(link, at: device.path)
+            let (peer, outbox) = links.add(transport.link, at: device.path)
             logger.info(
                 "customer connected",
                 metadata: [
-                    "peer": "\(peer)", "device": "\(device.path)", "transport": "\(l2cap == nil ? "gatt" : "l2cap")",
-                    "mtu": "\(l2cap?.sendMTU ?? channel.mtu)",
+                    "peer": "\(peer)", "device": "\(device.path)", "transport": "\(transport.name)",
+                    "mtu": "\(transport.sendMTU ?? channel.mtu)",
                 ])
             links.update(peer) { $0.start() }
             let reason: String
-            if let l2cap {
-                reason = await L2CAPCarrier.carry(peer, of: links, over: l2cap, outbox: outbox, clock: clock)
+            switch transport {
+            case .packets(let packets, _, _):
+                reason = await PacketCarrier.carry(peer, of: links, over: packets, outbox: outbox, clock: clock)
                 try? await device.disconnect()
-            } else {
-                reason = await carry(peer, over: channel, outbox: outbox)
+            case .gatt(let notifications, _):
+                reason = await carry(peer, over: channel, notifications: notifications, outbox: outbox)
             }
             links.remove(peer)
             logger.info("customer disconnected", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
@@ -297,7 +308,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         }
         do {
             return try await L2CAPChannel.connect(
-                from: local, to: remote, psm: psm, receiveMTU: L2CAPCarrier.receiveMTU,
+                from: local, to: remote, psm: psm, receiveMTU: PacketCarrier.receiveMTU,
                 timeout: configuration.channelTimeout)
         } catch {
             logger.info(
@@ -309,9 +320,10 @@ public final class BusinessTransport: PaymentTransport, Sendable {
 
     /// Carries fragments both ways until the link closes, the customer disconnects, or the transport stops;
     /// returns why it ended.
-    private func carry(_ peer: PeerID, over channel: Channel, outbox: AsyncStream<LinkTable<DBusObjectPath>.Outgoing>)
-        async -> String
-    {
+    private func carry(
+        _ peer: PeerID, over channel: Channel, notifications: AsyncStream<[UInt8]>,
+        outbox: AsyncStream<LinkTable<DBusObjectPath>.Outgoing>
+    ) async -> String {
         let reason = await withTaskGroup(of: String.self) { group in
             group.addTask {
                 for await outgoing in outbox {
@@ -325,7 +337,7 @@ public final class BusinessTransport: PaymentTransport, Sendable {
                 return "the link was closed"
             }
             group.addTask { [self] in
-                for await fragment in channel.notifications {
+                for await fragment in notifications {
                     links.update(peer) { $0.receive(fragment, at: .now, now: clock()) }
                 }
                 return "notifications ended"
@@ -343,14 +355,40 @@ public final class BusinessTransport: PaymentTransport, Sendable {
     }
 }
 
-/// A connected customer's GATT side: its info, the characteristic fragments are written to, and the
-/// notifications and connection states that come back.
+/// How a session's fragments travel, with the link that frames them for it.
+private enum Transport {
+    /// One packet a fragment: an L2CAP channel, or bluetoothd's GATT sockets.
+    case packets(PacketChannel, name: String, link: Link)
+    /// Write requests and notification signals through bluetoothd's D-Bus interface.
+    case gatt(AsyncStream<[UInt8]>, link: Link)
+
+    var link: Link {
+        switch self {
+        case .packets(_, _, let link), .gatt(_, let link): link
+        }
+    }
+    var name: String {
+        switch self {
+        case .packets(_, let name, _): name
+        case .gatt: "gatt"
+        }
+    }
+    /// The largest packet sent; nil over D-Bus.
+    var sendMTU: Int? {
+        if case .packets(let packets, _, _) = self { packets.sendMTU } else { nil }
+    }
+}
+
+/// A connected customer's GATT side: its info, the characteristics fragments are written to and notified from,
+/// and its connection states.
 private struct Channel: Sendable {
     let device: Device
     let info: [UInt8]
     let toCustomer: RemoteCharacteristic
+    /// The write-without-response twin of `toCustomer`; nil from a customer that predates it.
+    let toCustomerCommands: RemoteCharacteristic?
+    let toBusiness: RemoteCharacteristic
     let mtu: Int
-    let notifications: AsyncStream<[UInt8]>
     let states: AsyncStream<Bool>
 
     /// Service discovery is left to end by itself (`servicesTimeout` is past ATT's 30 s): bluetoothd 5.66 can
@@ -366,14 +404,55 @@ private struct Channel: Sendable {
                 service: GattLayout.service, characteristic: GattLayout.toCustomer)
             let toBusiness = try await device.characteristic(
                 service: GattLayout.service, characteristic: GattLayout.toBusiness)
-            let notifications = try await toBusiness.notifications()
+            // Services are resolved: what is not there now is not served.
+            let toCustomerCommands = try? await device.characteristic(
+                service: GattLayout.service, characteristic: GattLayout.toCustomerCommands, timeout: .zero)
             return Channel(
                 device: device, info: try await info.read(), toCustomer: toCustomer,
-                mtu: max(Framing.minimumMTU, toCustomer.mtu ?? Framing.minimumMTU), notifications: notifications,
-                states: states)
+                toCustomerCommands: toCustomerCommands, toBusiness: toBusiness,
+                mtu: max(Framing.minimumMTU, toCustomer.mtu ?? Framing.minimumMTU), states: states)
         } catch {
             try? await device.disconnect()
             throw error
+        }
+    }
+
+    /// The customer's notifications as `PropertiesChanged` signals (`StartNotify`).
+    func subscribe() async throws(BlueZError) -> AsyncStream<[UInt8]> {
+        do {
+            return try await toBusiness.notifications()
+        } catch {
+            try? await device.disconnect()
+            throw error
+        }
+    }
+
+    /// Sockets from bluetoothd for the session's fragments, bypassing D-Bus: write commands to
+    /// `toCustomerCommands` (`AcquireWrite`) and notifications from `toBusiness` (`AcquireNotify`); with the ATT MTU
+    /// the link frames for. Nil if the customer or bluetoothd offers none, or acquiring failed.
+    func sockets(logger: Logger) async -> (packets: PacketChannel, mtu: Int)? {
+        guard let toCustomerCommands else { return nil }
+        do {
+            // The write socket first: a failure after it leaves nothing that the D-Bus path needs locked (it writes
+            // to `toCustomer`), while a notify socket, until bluetoothd sees it closed, refuses `StartNotify`.
+            let write = try await toCustomerCommands.acquireWrite()
+            let notify: (fd: CInt, mtu: Int)
+            do {
+                notify = try await toBusiness.acquireNotify()
+            } catch {
+                close(write.fd)
+                throw error
+            }
+            let mtu = max(Framing.minimumMTU, write.mtu)
+            let packets = try PacketChannel(
+                reading: notify.fd, writing: write.fd, receiveMTU: max(Framing.minimumMTU, notify.mtu),
+                sendMTU: mtu - 3, peer: "\(device.path)", threadName: "blepay-gatt")
+            return (packets, mtu)
+        } catch {
+            logger.info(
+                "no GATT sockets from bluetoothd; using its D-Bus calls",
+                metadata: ["device": "\(device.path)", "error": "\(error)"])
+            return nil
         }
     }
 }

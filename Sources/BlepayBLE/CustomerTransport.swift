@@ -180,9 +180,16 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             GattService(
                 uuid: GattLayout.service,
                 characteristics: [
-                    GattCharacteristic(uuid: GattLayout.toCustomer, flags: ["write"]) {
-                        [self] (value, request) throws(BlueZError) in try received(value, request)
-                    },
+                    GattCharacteristic(
+                        uuid: GattLayout.toCustomer, flags: ["write"],
+                        onOrderedWrite: { [self] (value, request) throws(BlueZError) in
+                            try received(value, request, transport: "gatt")
+                        }),
+                    GattCharacteristic(
+                        uuid: GattLayout.toCustomerCommands, flags: ["write-without-response"],
+                        onOrderedWrite: { [self] (value, request) throws(BlueZError) in
+                            try received(value, request, transport: "gatt-commands")
+                        }),
                     GattCharacteristic(uuid: GattLayout.toBusiness, flags: ["notify"]),
                     GattCharacteristic(
                         uuid: GattLayout.info, flags: ["read"],
@@ -202,15 +209,17 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
     }
 
-    /// A business's write: answered once its fragment is queued for the link (the handshake's crypto it may start
-    /// does not hold up the answer, nor the D-Bus thread that carries it), or refused when its link is closed or
-    /// closing.
-    private func received(_ fragment: [UInt8], _ request: GattRequest) throws(BlueZError) {
+    /// A business's write, on the D-Bus thread in the order writes came: answered once its fragment is queued for the
+    /// link (the handshake's crypto it may start does not hold up the answer, nor the D-Bus thread), or refused when
+    /// its link is closed or closing. `transport` names the characteristic, for the log: write requests or commands.
+    private func received(_ fragment: [UInt8], _ request: GattRequest, transport: String) throws(BlueZError) {
         guard let device = request.device else { throw BlueZError(.notPermitted, "a write that names no device") }
         try centrals.write(device) { () throws(BlueZError) in
             let mtu = request.mtu ?? Framing.minimumMTU
             let peer: PeerID
-            if let known = links.peer(at: device) { peer = known } else { peer = try open(device, mtu: mtu) }
+            if let known = links.peer(at: device) { peer = known } else {
+                peer = try open(device, mtu: mtu, transport: transport)
+            }
             let clock = self.clock
             let queued = links.queue(peer) { link in link.setMTU(mtu) + link.receive(fragment, at: .now, now: clock()) }
             guard queued else { throw BlueZError(.notPermitted, "the link is closed") }
@@ -219,7 +228,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
 
     /// A new business's first write: its link, and the task that sends its fragments as notifications and hangs
     /// it up when the link closes.
-    private func open(_ device: DBusObjectPath, mtu: Int) throws(BlueZError) -> PeerID {
+    private func open(_ device: DBusObjectPath, mtu: Int, transport: String) throws(BlueZError) -> PeerID {
         guard links.isEmpty else { throw BlueZError(.notPermitted, "another business is connected") }
         let staticKey = identity.withLock { $0.staticKey }
         let handshake = CustomerHandshake(
@@ -231,7 +240,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             throw BlueZError(.invalidArguments, error.description)
         }
         let (peer, outbox) = links.add(link, at: device)
-        logger.info("business connected", metadata: ["peer": "\(peer)", "transport": "gatt", "mtu": "\(mtu)"])
+        logger.info("business connected", metadata: ["peer": "\(peer)", "transport": "\(transport)", "mtu": "\(mtu)"])
         Task { [self] in
             for await outgoing in outbox {
                 guard case .fragment(let fragment) = outgoing, await notify(fragment) else { break }
@@ -265,7 +274,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
         let listener: L2CAPListener
         do {
-            listener = try L2CAPListener(on: local, receiveMTU: L2CAPCarrier.receiveMTU)
+            listener = try L2CAPListener(on: local, receiveMTU: PacketCarrier.receiveMTU)
         } catch {
             logger.info("no L2CAP channel; serving GATT only", metadata: ["error": "\(error)"])
             return nil
@@ -315,7 +324,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             "business connected",
             metadata: ["peer": "\(peer)", "transport": "l2cap", "mtu": "\(channel.sendMTU)", "address": "\(channel.peer)"])
         Task { [self] in
-            let reason = await L2CAPCarrier.carry(peer, of: links, over: channel, outbox: outbox, clock: clock)
+            let reason = await PacketCarrier.carry(peer, of: links, over: channel.packets, outbox: outbox, clock: clock)
             logger.info("the L2CAP channel ended", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
             await hangUp(device.path)
         }

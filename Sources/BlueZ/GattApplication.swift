@@ -39,12 +39,17 @@ public struct GattRequest: Sendable {
 /// then acknowledges every write at once.
 public struct GattCharacteristic: Sendable {
     public typealias WriteHandler = @Sendable ([UInt8], GattRequest) async throws(BlueZError) -> Void
+    /// Runs on the bus connection's thread, each write before the next is looked at: it must be quick.
+    public typealias OrderedWriteHandler = @Sendable ([UInt8], GattRequest) throws(BlueZError) -> Void
     public typealias ReadHandler = @Sendable (GattRequest) async throws(BlueZError) -> [UInt8]
 
     public var uuid: String
     public var flags: [String]
     public var value: [UInt8]
     public var onWrite: WriteHandler?
+    /// Instead of `onWrite`: writes handled in the order they came. bluetoothd passes write commands
+    /// (`write-without-response`) on without waiting for an answer, so several are in flight at once.
+    public var onOrderedWrite: OrderedWriteHandler?
     /// Without it, reads return `value` (as last set or notified) from the requested offset.
     public var onRead: ReadHandler?
 
@@ -56,6 +61,11 @@ public struct GattCharacteristic: Sendable {
         self.value = value
         self.onWrite = onWrite
         self.onRead = onRead
+    }
+
+    public init(uuid: String, flags: [String], onOrderedWrite: @escaping OrderedWriteHandler) {
+        self.init(uuid: uuid, flags: flags)
+        self.onOrderedWrite = onOrderedWrite
     }
 }
 
@@ -113,8 +123,7 @@ extension Adapter {
                 return [.bytes(Array(value[request.offset...]))]
             },
             "WriteValue": DBusMethod(input: "aya{sv}") { call in
-                let value: [UInt8] = try call.arguments[0].decode()
-                let request = GattRequest(options: try call.arguments[1].decode())
+                let (value, request) = try Self.write(call)
                 guard let onWrite = characteristic.onWrite else {
                     throw DBusError.reply(name: "org.bluez.Error.NotPermitted", "not writable")
                 }
@@ -122,6 +131,13 @@ extension Adapter {
                 return []  // an empty reply, or BlueZ answers "Request Not Supported"
             },
         ]
+        if let onOrderedWrite = characteristic.onOrderedWrite {
+            methods["WriteValue"] = DBusMethod.ordered(input: "aya{sv}") { call in
+                let (value, request) = try Self.write(call)
+                do throws(BlueZError) { try onOrderedWrite(value, request) } catch { throw error.asReply }
+                return []
+            }
+        }
         var properties: [String: DBusProperty] = [
             "UUID": DBusProperty(.string(uuid)),
             "Service": DBusProperty(.objectPath(service)),
@@ -140,6 +156,10 @@ extension Adapter {
             }
         }
         return DBusInterface(BlueZ.gattCharacteristicInterface, methods: methods, properties: properties)
+    }
+
+    private static func write(_ call: DBusMethodCall) throws -> ([UInt8], GattRequest) {
+        (try call.arguments[0].decode(), GattRequest(options: try call.arguments[1].decode()))
     }
 }
 

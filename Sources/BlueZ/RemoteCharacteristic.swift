@@ -59,6 +59,30 @@ public struct RemoteCharacteristic: Sendable, Hashable {
         return stream
     }
 
+    /// A socket for writing the value (`AcquireWrite`): each packet sent is one Write Command, at most
+    /// `mtu` − 3 bytes, with no D-Bus call; WriteValue is refused while it is open. BlueZ offers it only for a
+    /// characteristic with `write-without-response`. Returns the descriptor, owned by the caller, and the ATT MTU.
+    public func acquireWrite() async throws(BlueZError) -> (fd: CInt, mtu: Int) {
+        try await acquire("AcquireWrite")
+    }
+
+    /// A socket that receives each notification as one packet (`AcquireNotify`), with no D-Bus signal; closing it
+    /// unsubscribes. Returns the descriptor, owned by the caller, and the ATT MTU.
+    public func acquireNotify() async throws(BlueZError) -> (fd: CInt, mtu: Int) {
+        try await acquire("AcquireNotify")
+    }
+
+    private func acquire(_ member: String) async throws(BlueZError) -> (fd: CInt, mtu: Int) {
+        let reply = try await session.call(path, BlueZ.gattCharacteristicInterface, member, [.stringDictionary([:])])
+        return try await bluez { () throws(DBusError) in
+            guard reply.arguments.count == 2, case .unixFD(let fd) = reply.arguments[0] else {
+                throw DBusError(.invalidValue, "\(member) answered '\(reply.signature)', not 'hq'")
+            }
+            let mtu = try reply.arguments[1].decode(UInt16.self)
+            return (try fd.duplicate(), Int(mtu))
+        }
+    }
+
     public func stopNotifications() async throws(BlueZError) {
         _ = try await session.call(path, BlueZ.gattCharacteristicInterface, "StopNotify")
     }

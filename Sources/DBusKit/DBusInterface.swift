@@ -38,9 +38,14 @@ public struct DBusMethodCall: Sendable {
 
 /// A method of an exported interface. Calls whose signature is not `input` are refused with `InvalidArgs`
 /// before the handler runs. The handler runs in its own task, so it may await anything, including calls back
-/// to the caller. Throwing a `DBusError` with a `name` replies with that error name.
+/// to the caller; or, made with `ordered`, on the connection's thread before the next message is looked at, so
+/// that calls are handled in the order they arrived (a caller that does not wait for replies, such as bluetoothd
+/// passing on GATT write commands, may have many in flight). Throwing a `DBusError` with a `name` replies with
+/// that error name.
 public struct DBusMethod: Sendable {
     public typealias Handler = @Sendable (DBusMethodCall) async throws -> [DBusValue]
+    /// Runs on the connection's thread: it must be quick and must not wait for the bus.
+    public typealias OrderedHandler = @Sendable (DBusMethodCall) throws -> [DBusValue]
 
     public var input: DBusSignature
     public var output: DBusSignature
@@ -48,6 +53,8 @@ public struct DBusMethod: Sendable {
     public var inputNames: [String]
     public var outputNames: [String]
     public var handler: Handler
+    /// Set for a method made with `ordered`.
+    public var ordered: OrderedHandler?
 
     public init(
         input: DBusSignature = "", output: DBusSignature = "", inputNames: [String] = [], outputNames: [String] = [],
@@ -58,6 +65,18 @@ public struct DBusMethod: Sendable {
         self.inputNames = inputNames
         self.outputNames = outputNames
         self.handler = handler
+    }
+
+    /// A method whose calls are handled on the connection's thread, in the order they came.
+    public static func ordered(
+        input: DBusSignature = "", output: DBusSignature = "", inputNames: [String] = [], outputNames: [String] = [],
+        _ handler: @escaping OrderedHandler
+    ) -> DBusMethod {
+        var method = DBusMethod(input: input, output: output, inputNames: inputNames, outputNames: outputNames) {
+            try handler($0)
+        }
+        method.ordered = handler
+        return method
     }
 }
 

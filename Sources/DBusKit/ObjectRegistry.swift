@@ -132,26 +132,36 @@ final class ObjectRegistry: @unchecked Sendable {
         }
         let call = DBusMethodCall(message: message)
         let logger = self.logger
+        if let ordered = method.ordered {
+            reply(Self.result(of: member, method, logger) { try ordered(call) })
+            return true
+        }
         Task {
-            let result: Result<[DBusValue], DBusError>
-            do {
-                let values = try await method.handler(call)
-                let signature = values.map(\.signatureString).joined()
-                if signature == method.output.rawValue {
-                    result = .success(values)
-                } else {
-                    logger.error("exported method returned the wrong signature",
-                        metadata: ["member": "\(member)", "expected": "\(method.output)", "got": "\(signature)"])
-                    result = .failure(.reply(name: DBusError.failedName, "internal error"))
-                }
-            } catch let error as DBusError {
-                result = .failure(error)
-            } catch {
-                result = .failure(.reply(name: DBusError.failedName, "\(error)"))
-            }
-            reply(result)
+            let values: Result<[DBusValue], any Error>
+            do { values = .success(try await method.handler(call)) } catch { values = .failure(error) }
+            reply(Self.result(of: member, method, logger) { try values.get() })
         }
         return true
+    }
+
+    /// The reply to a call: the handler's values if they have the method's output signature, else an error.
+    private static func result(
+        of member: String, _ method: DBusMethod, _ logger: Logger, _ values: () throws -> [DBusValue]
+    ) -> Result<[DBusValue], DBusError> {
+        do {
+            let values = try values()
+            let signature = values.map(\.signatureString).joined()
+            guard signature == method.output.rawValue else {
+                logger.error("exported method returned the wrong signature",
+                    metadata: ["member": "\(member)", "expected": "\(method.output)", "got": "\(signature)"])
+                return .failure(.reply(name: DBusError.failedName, "internal error"))
+            }
+            return .success(values)
+        } catch let error as DBusError {
+            return .failure(error)
+        } catch {
+            return .failure(.reply(name: DBusError.failedName, "\(error)"))
+        }
     }
 
     private func properties(

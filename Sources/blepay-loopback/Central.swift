@@ -16,6 +16,9 @@ struct Central: AsyncParsableCommand {
     @Option(help: "How many write → notification round trips to time after the checks (bench).")
     var roundTrips: Int = 0
 
+    @Flag(help: "Then the same through bluetoothd's GATT sockets: write commands (AcquireWrite), notifications (AcquireNotify).")
+    var gattSockets = false
+
     struct Exchange: Codable {
         var size: Int
         var sent: String
@@ -76,6 +79,11 @@ struct Central: AsyncParsableCommand {
 
         let rtts = try await timedRoundTrips(roundTrips, seed: 1000, named: "round trip", failures: &failures, roundTrip)
         report.roundTripsTimed = rtts.count
+        var socketRTTs: [Double]?
+        if gattSockets {
+            try await tx.stopNotifications()
+            socketRTTs = try await socketRoundTrips(device, tx: tx, sizes: sizes, failures: &failures)
+        }
         var channelRTTs: [Double]?
         if let psm = options.l2capPSM {
             channelRTTs = try await l2capRoundTrips(adapter, device, psm: psm, sizes: sizes, failures: &failures)
@@ -91,6 +99,11 @@ struct Central: AsyncParsableCommand {
                 print("bench: write-notify-rtt-p50 \(format(percentile(rtts, 0.50))) ms")
                 print("bench: write-notify-rtt-p95 \(format(percentile(rtts, 0.95))) ms")
                 print("bench: write-notify-round-trips \(rtts.count) count")
+            }
+            if let socketRTTs, !socketRTTs.isEmpty {
+                print("bench: gatt-sockets-rtt-p50 \(format(percentile(socketRTTs, 0.50))) ms")
+                print("bench: gatt-sockets-rtt-p95 \(format(percentile(socketRTTs, 0.95))) ms")
+                print("bench: gatt-sockets-round-trips \(socketRTTs.count) count")
             }
             if let channelRTTs, !channelRTTs.isEmpty {
                 print("bench: l2cap-sdu-rtt-p50 \(format(percentile(channelRTTs, 0.50))) ms")
@@ -114,19 +127,52 @@ extension Central {
             to: options.l2capAddress(device.address, type: device.addressType ?? ""), psm: psm, receiveMTU: 512,
             timeout: .seconds(10))
         defer { channel.close() }
-        var incoming = channel.incoming.makeAsyncIterator()
+        return try await packetRoundTrips(
+            over: channel.packets, named: "over L2CAP (PSM \(psm))", seed: 2000, sizes: sizes, failures: &failures)
+    }
+
+    /// Through the sockets bluetoothd hands a GATT client: write commands to `rxCommands`, `tx`'s notifications.
+    func socketRoundTrips(_ device: Device, tx: RemoteCharacteristic, sizes: [Int], failures: inout [String])
+        async throws -> [Double]
+    {
+        let rx = try await device.characteristic(service: LoopbackService.service, characteristic: LoopbackService.rxCommands)
+        let write = try await rx.acquireWrite()
+        let notify: (fd: CInt, mtu: Int)
+        do { notify = try await tx.acquireNotify() } catch {
+            close(write.fd)
+            throw error
+        }
+        let channel = try PacketChannel(
+            reading: notify.fd, writing: write.fd, receiveMTU: notify.mtu, sendMTU: write.mtu - 3,
+            peer: "\(device.path)", threadName: "loopback-gatt")
+        defer { channel.close() }
+        return try await packetRoundTrips(
+            over: channel, named: "through GATT sockets", seed: 4000, sizes: sizes, failures: &failures)
+    }
+
+    /// Each size echoed over `packets` (whole, or in notifications of MTU−3 bytes) and checked, then `roundTrips`
+    /// timed 20-byte values, as the GATT ones over D-Bus are.
+    func packetRoundTrips(
+        over packets: PacketChannel, named name: String, seed: Int, sizes: [Int], failures: inout [String]
+    ) async throws -> [Double] {
+        var incoming = packets.incoming.makeAsyncIterator()
         func roundTrip(_ value: [UInt8]) async throws -> [UInt8] {
-            try await channel.send(value)
-            guard let echoed = await incoming.next() else { throw LoopbackFailure("the L2CAP channel closed") }
-            return echoed
+            try await packets.send(value)
+            var received: [UInt8] = []
+            while received.count < value.count {
+                guard let chunk = await incoming.next() else { throw LoopbackFailure("closed \(name)") }
+                received += chunk
+            }
+            return received
         }
         for (index, size) in sizes.enumerated() {
-            let sent = payload(size: size, seed: 2000 + index)
+            let sent = payload(size: size, seed: seed + index)
             let verdict = try await roundTrip(sent) == sent ? "ok" : "MISMATCH"
-            if verdict != "ok" { failures.append("\(size) B over L2CAP") }
-            print("central: \(size) B echoed \(verdict) over L2CAP (PSM \(psm), send MTU \(channel.sendMTU))")
+            if verdict != "ok" { failures.append("\(size) B \(name)") }
+            print("central: \(size) B echoed \(verdict) \(name) (send MTU \(packets.sendMTU))")
         }
-        return try await timedRoundTrips(roundTrips, seed: 3000, named: "L2CAP round trip", failures: &failures, roundTrip)
+        return try await timedRoundTrips(
+            roundTrips, seed: seed + 1000, named: "round trip \(name)", failures: &failures, roundTrip)
     }
 }
 

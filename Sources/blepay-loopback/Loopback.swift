@@ -17,12 +17,13 @@ struct Loopback: AsyncParsableCommand {
         subcommands: [Peripheral.self, Central.self, Storm.self])
 }
 
-/// The test service: the central writes to `rx` (write with response only), the peripheral echoes every
-/// value back on `tx` (notify) in MTU−3 chunks.
+/// The test service: the central writes to `rx` (write with response only) or `rxCommands` (write-without-response,
+/// through a socket from bluetoothd), the peripheral echoes every value back on `tx` (notify) in MTU−3 chunks.
 enum LoopbackService {
     static let service = "6e2d0001-5b1a-4c8e-9d4a-b1e9a7000001"
     static let rx = "6e2d0002-5b1a-4c8e-9d4a-b1e9a7000001"
     static let tx = "6e2d0003-5b1a-4c8e-9d4a-b1e9a7000001"
+    static let rxCommands = "6e2d0004-5b1a-4c8e-9d4a-b1e9a7000001"
 }
 
 struct CommonOptions: ParsableArguments {

@@ -39,6 +39,12 @@ struct Peripheral: AsyncParsableCommand {
                             await echo.send(value, mtu: request.mtu ?? 23)
                         },
                         GattCharacteristic(uuid: LoopbackService.tx, flags: ["notify"]),
+                        GattCharacteristic(
+                            uuid: LoopbackService.rxCommands, flags: ["write-without-response"],
+                            onOrderedWrite: { value, request in
+                                report.withLock { $0.writes.append(value.count) }
+                                Task { await echo.send(value, mtu: request.mtu ?? 23) }
+                            }),
                     ])
             ]))
         await echo.attach(app)

@@ -2,9 +2,10 @@ import BlepayPayments
 import BlepayProtocol
 import L2CAP
 
-/// Carries one link's fragments over an L2CAP channel instead of GATT (docs/protocol.md §9), either side: each
-/// fragment is one SDU, each SDU received one fragment for the link.
-enum L2CAPCarrier {
+/// Carries one link's fragments over packet sockets, either side: an L2CAP channel instead of GATT
+/// (docs/protocol.md §9), or the business's GATT sockets from bluetoothd (`AcquireWrite`, `AcquireNotify`). Each
+/// fragment is one packet, each packet received one fragment for the link.
+enum PacketCarrier {
     /// The receive MTU both ends ask for: a whole record in one SDU.
     static let receiveMTU = Framing.channelMTU
 
@@ -12,7 +13,7 @@ enum L2CAPCarrier {
     /// (the peer closed it or the BLE link dropped), or the task is cancelled; then closes the channel. Returns why it
     /// ended.
     static func carry<Address: Hashable & Sendable>(
-        _ peer: PeerID, of links: LinkTable<Address>, over channel: L2CAPChannel,
+        _ peer: PeerID, of links: LinkTable<Address>, over channel: PacketChannel,
         outbox: AsyncStream<LinkTable<Address>.Outgoing>, clock: @escaping @Sendable () -> Timestamp
     ) async -> String {
         // Closing ends a send waiting for the peer's credits, which cancellation alone would not.
