@@ -80,7 +80,7 @@ b)
   configure /etc/blepay/business.toml business "https://[$BLEPAY_RIG_PEER_ADDR]:8480" "$(cat "$out/merchant.token")"
   printf '[offline]\ncurrency = "USD"\nsettle_interval_seconds = 2\n' >> /etc/blepay/business.toml
   # GATT here (the two-hosts payment runs over L2CAP): the sessions go through bluetoothd's GATT sockets.
-  sed -i 's/^l2cap = true$/l2cap = false/' /etc/blepay/business.toml
+  sed -i '/^adapter = /a l2cap = false' /etc/blepay/business.toml
   start business business "$(ready_check org.blepay.Business hci0 Discovering)"
   await "blepayctl payments --business" 120 || fail "the business daemon did not start"
   blepayctl watch --business --json > "$out/b.events.jsonl" &

@@ -35,8 +35,10 @@ struct CustomerUnderTest {
 
     func registrations() -> Int { f.bluetoothd.calls("RegisterAdvertisement").count }
 
-    func business(_ address: String = "00:AA:01:01:00:01") async throws -> FakeBusiness {
-        try await FakeBusiness(on: f.bluetoothd, address: address, merchant: merchant)
+    func business(_ address: String = "00:AA:01:01:00:01", writingTo frames: String = GattLayout.toCustomer)
+        async throws -> FakeBusiness
+    {
+        try await FakeBusiness(on: f.bluetoothd, address: address, merchant: merchant, writingTo: frames)
     }
 
     /// A business that has connected and completed the handshake, and the customer's peer for it.
@@ -56,10 +58,12 @@ struct CustomerUnderTest {
 
 /// The customer's side over the bluetoothd stand-in, with businesses that speak the protocol as remote centrals.
 @Suite(.timeLimit(.minutes(1))) struct CustomerTransportTests {
-    @Test func aBusinessConnectsExchangesMessagesAndLeaves() async throws {
+    /// Whether the business writes requests to 1001 or commands to 1004 (as it does through bluetoothd's socket).
+    @Test(arguments: [GattLayout.toCustomer, GattLayout.toCustomerCommands])
+    func aBusinessConnectsExchangesMessagesAndLeaves(writingTo frames: String) async throws {
         let c = try await CustomerUnderTest.start()
         defer { c.stop() }
-        let business = try await c.business()
+        let business = try await c.business(writingTo: frames)
         let (peer, session) = try await c.events.first("connected") { $0.connected }
         let established = try await business.events.first("the business's session") { event in
             if case .established(let session) = event { session } else { nil }

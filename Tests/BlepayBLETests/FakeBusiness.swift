@@ -13,14 +13,17 @@ final class FakeBusiness: Sendable {
 
     var events: Recorder<TestPeer.Event> { peer.events }
 
-    init(on bluetoothd: FakeBluetoothd, address: String, merchant: Merchant) async throws {
+    /// `writingTo` is the characteristic its fragments go to: write requests (1001) or commands (1004).
+    init(
+        on bluetoothd: FakeBluetoothd, address: String, merchant: Merchant, writingTo frames: String = GattLayout.toCustomer
+    ) async throws {
         try await eventually("the customer's application") { !bluetoothd.applications.isEmpty }
         guard let application = bluetoothd.applications.values.first else { throw TimedOut(what: "an application") }
         let central = try await bluetoothd.connectCentral(address: address, to: application)
         let info = try await central.read(GattLayout.info)
         let notifications = try await central.subscribe(GattLayout.toBusiness)
         let peer = TestPeer(
-            transmit: { try await central.write(GattLayout.toCustomer, $0) }, hangUp: { try await central.disconnect() })
+            transmit: { try await central.write(frames, $0) }, hangUp: { try await central.disconnect() })
         peer.open(
             try Link(
                 business: BusinessHandshake(
