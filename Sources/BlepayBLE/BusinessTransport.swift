@@ -3,7 +3,6 @@ import BlepayProtocol
 import BlueZ
 import Crypto
 import DBusKit
-import Glibc
 import L2CAP
 import Logging
 import Synchronization
@@ -433,20 +432,12 @@ private struct Channel: Sendable {
     func sockets(logger: Logger) async -> (packets: PacketChannel, mtu: Int)? {
         guard let toCustomerCommands else { return nil }
         do {
-            // The write socket first: a failure after it leaves nothing that the D-Bus path needs locked (it writes
-            // to `toCustomer`), while a notify socket, until bluetoothd sees it closed, refuses `StartNotify`.
-            let write = try await toCustomerCommands.acquireWrite()
-            let notify: (fd: CInt, mtu: Int)
-            do {
-                notify = try await toBusiness.acquireNotify()
-            } catch {
-                close(write.fd)
-                throw error
-            }
-            let mtu = max(Framing.minimumMTU, write.mtu)
+            let sockets = try await RemoteCharacteristic.acquireSockets(
+                writingTo: toCustomerCommands, notifiedBy: toBusiness)
+            let mtu = max(Framing.minimumMTU, sockets.mtu)
             let packets = try PacketChannel(
-                reading: notify.fd, writing: write.fd, receiveMTU: max(Framing.minimumMTU, notify.mtu),
-                sendMTU: mtu - 3, peer: "\(device.path)", threadName: "blepay-gatt")
+                reading: sockets.notify, writing: sockets.write, receiveMTU: mtu, sendMTU: mtu - 3,
+                peer: "\(device.path)", threadName: "blepay-gatt")
             return (packets, mtu)
         } catch {
             logger.info(

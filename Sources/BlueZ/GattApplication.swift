@@ -122,22 +122,8 @@ extension Adapter {
                 }
                 return [.bytes(Array(value[request.offset...]))]
             },
-            "WriteValue": DBusMethod(input: "aya{sv}") { call in
-                let (value, request) = try Self.write(call)
-                guard let onWrite = characteristic.onWrite else {
-                    throw DBusError.reply(name: "org.bluez.Error.NotPermitted", "not writable")
-                }
-                do throws(BlueZError) { try await onWrite(value, request) } catch { throw error.asReply }
-                return []  // an empty reply, or BlueZ answers "Request Not Supported"
-            },
+            "WriteValue": Self.writeValue(characteristic),
         ]
-        if let onOrderedWrite = characteristic.onOrderedWrite {
-            methods["WriteValue"] = DBusMethod.ordered(input: "aya{sv}") { call in
-                let (value, request) = try Self.write(call)
-                do throws(BlueZError) { try onOrderedWrite(value, request) } catch { throw error.asReply }
-                return []
-            }
-        }
         var properties: [String: DBusProperty] = [
             "UUID": DBusProperty(.string(uuid)),
             "Service": DBusProperty(.objectPath(service)),
@@ -156,6 +142,26 @@ extension Adapter {
             }
         }
         return DBusInterface(BlueZ.gattCharacteristicInterface, methods: methods, properties: properties)
+    }
+
+    /// `WriteValue`, ordered when the characteristic has `onOrderedWrite`. Its reply is empty: with any other,
+    /// BlueZ answers "Request Not Supported".
+    private static func writeValue(_ characteristic: GattCharacteristic) -> DBusMethod {
+        if let onOrderedWrite = characteristic.onOrderedWrite {
+            return DBusMethod.ordered(input: "aya{sv}") { call in
+                let (value, request) = try Self.write(call)
+                do throws(BlueZError) { try onOrderedWrite(value, request) } catch { throw error.asReply }
+                return []
+            }
+        }
+        return DBusMethod(input: "aya{sv}") { call in
+            let (value, request) = try Self.write(call)
+            guard let onWrite = characteristic.onWrite else {
+                throw DBusError.reply(name: "org.bluez.Error.NotPermitted", "not writable")
+            }
+            do throws(BlueZError) { try await onWrite(value, request) } catch { throw error.asReply }
+            return []
+        }
     }
 
     private static func write(_ call: DBusMethodCall) throws -> ([UInt8], GattRequest) {

@@ -1,4 +1,5 @@
 import DBusKit
+import Glibc
 
 /// A GATT characteristic of a connected device (`org.bluez.GattCharacteristic1`), as a central uses it.
 public struct RemoteCharacteristic: Sendable, Hashable {
@@ -70,6 +71,22 @@ public struct RemoteCharacteristic: Sendable, Hashable {
     /// unsubscribes. Returns the descriptor, owned by the caller, and the ATT MTU.
     public func acquireNotify() async throws(BlueZError) -> (fd: CInt, mtu: Int) {
         try await acquire("AcquireNotify")
+    }
+
+    /// A session's two sockets from bluetoothd: write commands to `write` and the notifications of `notify`, with
+    /// the ATT MTU. The write socket is acquired first, and closed if the notify socket cannot be had: a notify socket
+    /// left open until bluetoothd sees it closed would refuse `StartNotify` to a caller falling back to D-Bus.
+    public static func acquireSockets(writingTo write: RemoteCharacteristic, notifiedBy notify: RemoteCharacteristic)
+        async throws(BlueZError) -> (write: CInt, notify: CInt, mtu: Int)
+    {
+        let writing = try await write.acquireWrite()
+        do {
+            let notifying = try await notify.acquireNotify()
+            return (writing.fd, notifying.fd, writing.mtu)
+        } catch {
+            close(writing.fd)
+            throw error
+        }
     }
 
     private func acquire(_ member: String) async throws(BlueZError) -> (fd: CInt, mtu: Int) {

@@ -136,14 +136,9 @@ extension Central {
         async throws -> [Double]
     {
         let rx = try await device.characteristic(service: LoopbackService.service, characteristic: LoopbackService.rxCommands)
-        let write = try await rx.acquireWrite()
-        let notify: (fd: CInt, mtu: Int)
-        do { notify = try await tx.acquireNotify() } catch {
-            close(write.fd)
-            throw error
-        }
+        let sockets = try await RemoteCharacteristic.acquireSockets(writingTo: rx, notifiedBy: tx)
         let channel = try PacketChannel(
-            reading: notify.fd, writing: write.fd, receiveMTU: notify.mtu, sendMTU: write.mtu - 3,
+            reading: sockets.notify, writing: sockets.write, receiveMTU: sockets.mtu, sendMTU: sockets.mtu - 3,
             peer: "\(device.path)", threadName: "loopback-gatt")
         defer { channel.close() }
         return try await packetRoundTrips(
