@@ -14,12 +14,11 @@ public final class DaemonStore: Sendable {
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
+            // Set once the file is open: turning WAL on, GRDB sets NORMAL after the connection's own setup.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             // A file that is not a database fails here, before any migration could write to it.
             _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
         } catch {

@@ -1,10 +1,20 @@
-import BlepayDaemonStore
+@testable import BlepayDaemonStore
 import Foundation
 import GRDB
 import Testing
 
 /// Opening and migrating the state file: a file that cannot be used is refused and left exactly as it was.
 @Suite struct DaemonStoreTests {
+    /// GRDB sets `synchronous = NORMAL` when it turns WAL on, after the connection's own setup: a commit would then
+    /// survive the daemon's crash but not the machine's, and an acceptance the customer was answered for could be lost.
+    @Test func aCommitIsSyncedToDisk() throws {
+        let store = try DaemonStore(path: try WalletFixture().path)
+        let synchronous = try store.write(failing: { DaemonStoreError(.unavailable, $0) }) { db in
+            try Int.fetchOne(db, sql: "PRAGMA synchronous")
+        }
+        #expect(synchronous == 2)  // FULL
+    }
+
     @Test func aFileThatIsNotADatabaseIsRefusedAndLeftAlone() throws {
         let f = try WalletFixture()
         let garbage = Array("not a database, but someone's notes\n".utf8) + Array(repeating: 0x41, count: 4096)

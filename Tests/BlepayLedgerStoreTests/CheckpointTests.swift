@@ -25,6 +25,17 @@ import Testing
         }
     }
 
+    /// GRDB sets `synchronous = NORMAL` when it turns WAL on, after the connection's own setup: a payment answered as
+    /// executed would then survive the ledger's crash but not the machine's.
+    @Test func theWriterSyncsEveryCommit() async throws {
+        try await withFile { path in
+            let storage = try SQLiteStorage(path: path, logger: testLogger)
+            let synchronous = try await storage.write { tx in try tx.row("PRAGMA synchronous", [])?.integer(0) }
+            #expect(synchronous == 2)  // FULL
+            try await storage.close()
+        }
+    }
+
     @Test func checkpointedRowsSurviveAReopen() async throws {
         try await withFile { path in
             let storage = try SQLiteStorage(path: path, logger: testLogger)

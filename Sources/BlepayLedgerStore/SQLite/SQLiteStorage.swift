@@ -19,11 +19,12 @@ public final class SQLiteStorage: LedgerStorage {
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // Set on the writer once it is open: turning WAL on, GRDB sets NORMAL after the connection's own setup.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         } catch {
             throw StorageError(.unavailable, "cannot open \(path): \(error)")
         }
