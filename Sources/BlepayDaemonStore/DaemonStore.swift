@@ -14,6 +14,10 @@ public final class DaemonStore: Sendable {
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            // Statement journals and sorts in memory: otherwise most transactions create, unlink and write a file.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+        }
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)

@@ -13,6 +13,11 @@ import Testing
             try Int.fetchOne(db, sql: "PRAGMA synchronous")
         }
         #expect(synchronous == 2)  // FULL
+        // And no temporary file a transaction.
+        let tempStore = try store.read(failing: { DaemonStoreError(.unavailable, $0) }) { db in
+            try Int.fetchOne(db, sql: "PRAGMA temp_store")
+        }
+        #expect(tempStore == 2)  // MEMORY
     }
 
     @Test func aFileThatIsNotADatabaseIsRefusedAndLeftAlone() throws {

@@ -32,6 +32,9 @@ import Testing
             let storage = try SQLiteStorage(path: path, logger: testLogger)
             let synchronous = try await storage.write { tx in try tx.row("PRAGMA synchronous", [])?.integer(0) }
             #expect(synchronous == 2)  // FULL
+            // And no temporary file a transaction.
+            let tempStore = try await storage.write { tx in try tx.row("PRAGMA temp_store", [])?.integer(0) }
+            #expect(tempStore == 2)  // MEMORY
             try await storage.close()
         }
     }

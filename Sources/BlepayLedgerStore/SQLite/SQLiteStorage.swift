@@ -20,6 +20,8 @@ public final class SQLiteStorage: LedgerStorage {
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            // Statement journals and sorts in memory: otherwise most transactions create, unlink and write a file.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
