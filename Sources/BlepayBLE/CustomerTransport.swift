@@ -118,7 +118,15 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         logger.info("serving and advertising", metadata: ["adapter": "\(adapter.name)"])
         ready()
         let connections = adapter.connectionEvents()
-        let bluetoothd = adapter.session.events()
+        // Only what `recover` acts on: the radio's other events (devices seen, their signal strength) wake no task.
+        let adapterPath = adapter.path
+        let bluetoothd = adapter.session.changes { event -> BlueZSession.Event? in
+            switch event {
+            case .vanished, .restarted: event
+            case .changed(adapterPath, _, let values) where values["Powered"] == .boolean(true): event
+            default: nil
+            }
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await event in connections {

@@ -22,8 +22,14 @@ public final class BlueZSession: Sendable {
 
     private struct State {
         var objects: Objects = [:]
-        var subscribers: [UInt64: AsyncStream<Event>.Continuation] = [:]
+        var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 0
+    }
+
+    /// One stream's end of a subscription: what it takes of each event, and its finish.
+    private struct Subscriber {
+        let deliver: @Sendable (Event) -> Void
+        let finish: @Sendable () -> Void
     }
 
     public let connection: DBusConnection
@@ -89,31 +95,25 @@ public final class BlueZSession: Sendable {
     // MARK: Mirror
 
     /// Changes from now on. Subscribe before reading the current state, so that nothing falls in between.
-    public func events() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream<Event>.makeStream()
+    public func events() -> AsyncStream<Event> { changes { $0 } }
+
+    /// The events `transform` maps to a value, as a stream of those values. `transform` runs as each event is
+    /// applied to the mirror, in order, so that an event nobody wants wakes no task, and a wanted one reaches its
+    /// reader without a task in between. It must be quick and must not wait on the session.
+    public func changes<T: Sendable>(_ transform: @escaping @Sendable (Event) -> T?) -> AsyncStream<T> {
+        let (stream, continuation) = AsyncStream<T>.makeStream()
+        let subscriber = Subscriber(
+            deliver: { event in if let value = transform(event) { continuation.yield(value) } },
+            finish: { continuation.finish() })
         let id = state.withLock { state in
             state.nextID += 1
-            state.subscribers[state.nextID] = continuation
+            state.subscribers[state.nextID] = subscriber
             return state.nextID
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
         return stream
-    }
-
-    /// The events `transform` maps to a value, as a stream of those values.
-    func changes<T: Sendable>(_ transform: @escaping @Sendable (Event) -> T?) -> AsyncStream<T> {
-        let events = self.events()
-        return AsyncStream { continuation in
-            let task = Task {
-                for await event in events {
-                    if let value = transform(event) { continuation.yield(value) }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 
     /// The properties of one interface of one object, as last seen.
@@ -195,12 +195,12 @@ public final class BlueZSession: Sendable {
     private func publish(_ event: Event) {
         logger.trace("bluetoothd event", metadata: ["event": "\(event)"])
         publishing.withLock { _ in
-            for subscriber in mirror(event) { subscriber.yield(event) }
+            for subscriber in mirror(event) { subscriber.deliver(event) }
         }
     }
 
     /// Applies an event to the mirror; returns the subscribers to hand it to.
-    private func mirror(_ event: Event) -> [AsyncStream<Event>.Continuation] {
+    private func mirror(_ event: Event) -> [Subscriber] {
         state.withLock { state in
             switch event {
             case .added(let path, let interfaces):

@@ -79,6 +79,32 @@ import TestSupport
         #expect(f.session.properties(path, device1Interface)?["Connected"] == .boolean(true))
     }
 
+    /// A subscription's transform runs as each event is applied, so it sees the mirror as of that event (not as
+    /// of whenever a task got to it), picks only what it wants, and its stream ends with the session.
+    @Test func aTransformSeesTheMirrorAsOfItsEvent() async throws {
+        let f = try await BlueZFixture.make()
+        let path = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
+        let other = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:77")
+        _ = try await f.device(path)
+        _ = try await f.device(other)
+        let session = f.session
+        let states = session.changes { event -> [DBusValue?]? in
+            guard case .changed(path, device1Interface, let values) = event else { return nil }
+            return [values["Connected"], session.properties(path, device1Interface)?["Connected"]]
+        }
+        let toggles = (0..<40).map { $0 % 2 == 0 }
+        for connected in toggles {
+            try await f.bluetoothd.set(other, device1Interface, "Connected", .boolean(connected))
+            try await f.bluetoothd.set(path, device1Interface, "Connected", .boolean(connected))
+        }
+        let seen = try await first(toggles.count, of: states)
+        #expect(seen == toggles.map { [DBusValue.boolean($0), DBusValue.boolean($0)] })
+        f.stop()
+        var rest = 0
+        for await _ in states { rest += 1 }
+        #expect(rest == 0)
+    }
+
     /// Subscribers cancelled while events are handed to them: a cancelled stream leaves the session under its
     /// task's lock, so handing out an event must not hold what leaving takes, or both wait for good.
     @Test func subscribersCancelledDuringABurstStallNothing() async throws {

@@ -38,7 +38,16 @@ struct HealthService: Service, CustomStringConvertible {
 
     func run() async throws {
         let state = State()
-        let events = adapter.session.events()  // subscribed before the first look, so nothing falls in between
+        // Subscribed before the first look, so nothing falls in between; only what can change the diagnosis.
+        let adapterPath = adapter.path
+        let events = adapter.session.changes { event -> Sign? in
+            switch event {
+            case .vanished: .bluetoothd(running: false)
+            case .restarted: .bluetoothd(running: true)
+            case .added(adapterPath, _), .removed(adapterPath, _), .changed(adapterPath, _, _): .adapterChanged
+            default: nil
+            }
+        }
         let (notify, logger, working, grace, name) = (notify, logger, working, grace, adapter.name)
         let assess = { @Sendable (bluetoothd: Bool) in
             let now = bluetoothd ? diagnose() : .bluetoothdGone
@@ -69,12 +78,8 @@ struct HealthService: Service, CustomStringConvertible {
                 group.addTask {
                     var bluetoothd = true
                     assess(bluetoothd)
-                    for await event in events {
-                        switch event {
-                        case .vanished: bluetoothd = false
-                        case .restarted: bluetoothd = true
-                        default: break
-                        }
+                    for await sign in events {
+                        if case .bluetoothd(let running) = sign { bluetoothd = running }
                         assess(bluetoothd)
                     }
                 }
@@ -87,6 +92,12 @@ struct HealthService: Service, CustomStringConvertible {
                 await group.waitForAll()
             }
         }
+    }
+
+    /// What a bluetoothd event tells the diagnosis: bluetoothd came or went, or the adapter's object changed.
+    private enum Sign: Sendable {
+        case bluetoothd(running: Bool)
+        case adapterChanged
     }
 
     /// The problem the daemon has now, and the one its status reports.
