@@ -14,11 +14,13 @@ final class Registration: Sendable {
     {
         self.unregister = unregister
         let session = adapter.session
-        let events = session.events()
+        let restarts = session.changes { event -> Void? in
+            guard case .restarted = event else { return nil }
+            return ()
+        }
         try await register()
         let task = Task {
-            for await event in events {
-                guard case .restarted = event else { continue }
+            for await _ in restarts {
                 for attempt in 1...5 {
                     do throws(BlueZError) {
                         _ = try await session.wait("adapter \(adapter.name)", timeout: .seconds(10)) { _ -> Bool? in
