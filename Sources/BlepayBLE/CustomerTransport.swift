@@ -120,13 +120,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         let connections = adapter.connectionEvents()
         // Only what `recover` acts on: the radio's other events (devices seen, their signal strength) wake no task.
         let adapterPath = adapter.path
-        let bluetoothd = adapter.session.changes { event -> BlueZSession.Event? in
-            switch event {
-            case .vanished, .restarted: event
-            case .changed(adapterPath, _, let values) where values["Powered"] == .boolean(true): event
-            default: nil
-            }
-        }
+        let bluetoothd = adapter.session.changes { event in Recovery(event, adapter: adapterPath) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await event in connections {
@@ -401,12 +395,12 @@ public final class CustomerTransport: PaymentTransport, Sendable {
 
     /// bluetoothd went away (and every link with it) or came back, or the adapter was powered on again: links are
     /// dropped, then the adapter is powered and advertised again; the GATT application registers again by itself.
-    private func recover(_ event: BlueZSession.Event) async {
-        switch event {
-        case .vanished:
+    private func recover(_ recovery: Recovery) async {
+        switch recovery {
+        case .bluetoothdGone:
             logger.warning("bluetoothd went away")
             for device in centrals.devices { linkWentDown(device) }
-        case .restarted:
+        case .bluetoothdBack:
             logger.info("bluetoothd is back; advertising again")
             do {
                 try await adapter.setPowered(true)
@@ -414,12 +408,24 @@ public final class CustomerTransport: PaymentTransport, Sendable {
                 logger.warning("powering the adapter failed", metadata: ["error": "\(error)"])
             }
             readvertise.continuation.yield()
-        case .changed(adapter.path, _, let values) where values["Powered"] == .boolean(true):
+        case .adapterPoweredOn:
             // Powered off and on again: BlueZ dropped the advertisement with the power.
             logger.info("the adapter is powered again; advertising again")
             readvertise.continuation.yield()
-        default:
-            break
+        }
+    }
+
+    /// The bluetoothd events `recover` acts on.
+    private enum Recovery: Sendable {
+        case bluetoothdGone, bluetoothdBack, adapterPoweredOn
+
+        init?(_ event: BlueZSession.Event, adapter: DBusObjectPath) {
+            switch event {
+            case .vanished: self = .bluetoothdGone
+            case .restarted: self = .bluetoothdBack
+            case .changed(adapter, _, let values) where values["Powered"] == .boolean(true): self = .adapterPoweredOn
+            default: return nil
+            }
         }
     }
 

@@ -83,6 +83,7 @@ import TestSupport
     /// of whenever a task got to it), picks only what it wants, and its stream ends with the session.
     @Test func aTransformSeesTheMirrorAsOfItsEvent() async throws {
         let f = try await BlueZFixture.make()
+        defer { f.stop() }
         let path = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
         let other = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:77")
         _ = try await f.device(path)
@@ -99,7 +100,7 @@ import TestSupport
         }
         let seen = try await first(toggles.count, of: states)
         #expect(seen == toggles.map { [DBusValue.boolean($0), DBusValue.boolean($0)] })
-        f.stop()
+        session.close()
         var rest = 0
         for await _ in states { rest += 1 }
         #expect(rest == 0)
