@@ -42,9 +42,11 @@ enum Caller: Sendable {
         case .anyone: "anyone"
         case .admin: "admin"
         case .enrolling(let token): "enrollment:\(token.account)"
-        case .device(let device): "device:\(device.id)"
+        case .device(let device): Self.scope(device: device.id)
         }
     }
+
+    static func scope(device id: String) -> String { "device:\(id)" }
 }
 
 /// One request as a route's operation sees it: who called, the body, the path parameters, the time, and the work

@@ -106,6 +106,13 @@ struct LedgerAPI: Sendable {
     private func answer(_ head: Head, body: [UInt8], parameters: [String: String], access: Access, success: Int,
         anticipated: Anticipation, _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer
     {
+        // A device's idempotency record is asked for with its authentication: one round trip for both.
+        var early: Pending<IdempotencyRecord?>?
+        if head.method == "POST", access.resolved(for: head) == .device, let id = head.device,
+            let key = try? IdempotencyRecord.validate(head.idempotencyKey)
+        {
+            early = try operations.idempotencyRecord(tx, principal: Caller.scope(device: id), key: key)
+        }
         var call = try authenticate(head, body: body, parameters: parameters, access: access, tx)
         call.anticipated = anticipated
         guard head.method == "POST" else { return try execute(call, success, tx, operation) }
@@ -113,7 +120,7 @@ struct LedgerAPI: Sendable {
         do { key = try IdempotencyRecord.validate(head.idempotencyKey) } catch { throw APIError(error) }
         let hash = IdempotencyRecord.parametersHash(
             method: head.method, path: head.path, body: body, key: operations.fingerprintKey)
-        let stored = try operations.idempotencyRecord(tx, principal: call.caller.scope, key: key)
+        let stored = try (early ?? operations.idempotencyRecord(tx, principal: call.caller.scope, key: key)).get()
         switch IdempotencyRecord.decide(stored: stored, parametersHash: hash, method: head.method, path: head.path, body: body) {
         case .replay(let status, let response): return Answer(status: status, body: response, replayed: true)
         case .conflict: throw APIError.idempotencyConflict
@@ -159,12 +166,15 @@ struct LedgerAPI: Sendable {
             guard let token = head.bearer else { throw APIError.unauthenticated }
             caller = .enrolling(try operations.enrollmentToken(tx, token, at: now))
         case .device, .deviceOrAdmin:
-            guard let id = head.device, let device = try operations.device(tx, id: id) else { throw APIError.unauthenticated }
+            guard let id = head.device else { throw APIError.unauthenticated }
+            // The screen checked the nonce with the device as it knew it: spent with the device's read, in one round
+            // trip, and checked again once the device is read (the whole transaction is undone if it fails).
+            let known = try operations.device(tx, id: id)
+            let spent = try head.nonce.map { nonce in try operations.spendNonce(tx, device: id, nonce: nonce, at: now) }
+            guard let device = try known.get() else { throw APIError.unauthenticated }
             do {
                 let nonce = try verifiedNonce(head, body: body, device: device, at: now)
-                guard try operations.spendNonce(tx, device: device.id, nonce: nonce, at: now) else {
-                    throw RequestAuthentication.Failure(.reusedNonce)
-                }
+                guard nonce == head.nonce, try spent?.get() == true else { throw RequestAuthentication.Failure(.reusedNonce) }
                 knownDevices.remember(device)
             } catch let failure as RequestAuthentication.Failure {
                 throw APIError(failure)

@@ -27,7 +27,7 @@ extension LedgerAPI {
             let operations = self.operations
             var known = knownDevices.device(id)
             if known == nil {
-                known = try await storage.read { tx in try operations.device(tx, id: id) }
+                known = try await storage.read { tx in try operations.device(tx, id: id).get() }
                 known.map(knownDevices.remember)
             }
             guard let device = known else { throw APIError.unauthenticated }

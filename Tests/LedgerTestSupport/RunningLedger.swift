@@ -106,9 +106,10 @@ public final class RunningLedger: Sendable {
     /// Runs `body` against a fresh ledger and always cleans up.
     public static func with(_ kind: StorageKind,
         tls: (authority: TestCertificateAuthority, certificate: TestCertificateAuthority.Issued)? = nil,
+        configure: (inout LedgerConfiguration) -> Void = { _ in },
         _ body: (RunningLedger) async throws -> Void) async throws
     {
-        let ledger = try await start(kind, tls: tls)
+        let ledger = try await start(kind, tls: tls, configure: configure)
         do { try await body(ledger) } catch {
             try await ledger.stop()
             throw error

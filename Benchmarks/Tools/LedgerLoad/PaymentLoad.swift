@@ -8,7 +8,8 @@ import Logging
 import Synchronization
 
 /// One complete payment is the business's `POST /v1/payments` and then the customer's
-/// `POST /v1/payments/{id}/acceptance`, which authorizes, executes and settles it; only an answer `settled`
+/// `POST /v1/payments/{id}/acceptance` with the request along, as the daemons send it, which authorizes, executes
+/// and settles it; only an answer `settled`
 /// counts, anything else is an error. The signed messages are made before the clock starts, so the numbers are the
 /// ledger's (and HTTP's), not the signing's.
 ///
@@ -152,7 +153,7 @@ struct PaymentLoad {
                                 continue
                             }
                             let createdAt = clock.now
-                            let paid = try await job.customer.accept(job.acceptance, request: nil)
+                            let paid = try await job.customer.accept(job.acceptance, request: job.request)
                             guard paid.status == .settled else {
                                 outcome.fail("payment \(paid.id) is \(paid.status.rawValue) (\(paid.failureReason ?? "no reason"))")
                                 continue

@@ -83,26 +83,28 @@ extension LedgerOperations {
 
     /// A device as authentication needs it, its secret unsealed (or as kept before secrets were sealed, until the
     /// sweep seals it).
-    public func device(_ tx: any SQLTransaction, id: String) throws -> Device? {
-        guard let row = try tx.row(
+    public func device(_ tx: any SQLTransaction, id: String) throws -> Pending<Device?> {
+        try tx.send(
             """
             SELECT d.id, d.account, a.kind, d.signing_key, d.secret, d.secret_sealed, d.revoked_at, a.blocked_at
             FROM devices d JOIN accounts a ON a.id = d.account WHERE d.id = ?
-            """, [.text(id)])
-        else { return nil }
-        guard let kind = CreateAccount.Kind(rawValue: try row.text(2)), let key = try? Key32(try row.blob(3)) else {
-            throw StorageError(.corrupt, "device \(id)")
+            """, [.text(id)]
+        ).map { [secretSeal] result in
+            guard let row = result.rows.first else { return nil }
+            guard let kind = CreateAccount.Kind(rawValue: try row.text(2)), let key = try? Key32(try row.blob(3)) else {
+                throw StorageError(.corrupt, "device \(id)")
+            }
+            let secret = try row.integer(5) == 1 ? secretSeal.open(row.blob(4), place: Self.place(device: id)) : row.blob(4)
+            return Device(id: try row.text(0), account: try row.text(1), accountKind: kind, signingKey: key, secret: secret,
+                revoked: row.values[6] != .null, accountBlocked: row.values[7] != .null)
         }
-        let secret = try row.integer(5) == 1 ? secretSeal.open(row.blob(4), place: Self.place(device: id)) : row.blob(4)
-        return Device(id: try row.text(0), account: try row.text(1), accountKind: kind, signingKey: key, secret: secret,
-            revoked: row.values[6] != .null, accountBlocked: row.values[7] != .null)
     }
 
     /// Spends a request nonce of `device`; false if it was spent before. Nonces older than twice the timestamp
     /// window are pruned by `expire`.
-    public func spendNonce(_ tx: any SQLTransaction, device: String, nonce: String, at now: Timestamp) throws -> Bool {
-        try tx.run("INSERT INTO nonces (device, nonce, seen_at) VALUES (?, ?, ?) ON CONFLICT (device, nonce) DO NOTHING",
-            [.text(device), .text(nonce), now.sqlValue]) == 1
+    public func spendNonce(_ tx: any SQLTransaction, device: String, nonce: String, at now: Timestamp) throws -> Pending<Bool> {
+        try tx.send("INSERT INTO nonces (device, nonce, seen_at) VALUES (?, ?, ?) ON CONFLICT (device, nonce) DO NOTHING",
+            [.text(device), .text(nonce), now.sqlValue]).map { $0.changed == 1 }
     }
 
     /// The signing keys of a merchant's business devices, to check the requests it signed; a revoked device's

@@ -99,9 +99,9 @@ extension LedgerOperations {
     }
 
     /// Refuses what would pay a blocked merchant.
-    func requireUnblocked(_ tx: any SQLTransaction, merchant: String) throws {
-        guard try tx.row("SELECT id FROM accounts WHERE id = ? AND blocked_at IS NULL", [.text(merchant)]) != nil else {
-            throw APIError.accountBlocked
+    func requireUnblocked(_ tx: any SQLTransaction, merchant: String) throws -> Pending<Void> {
+        try tx.send("SELECT id FROM accounts WHERE id = ? AND blocked_at IS NULL", [.text(merchant)]).map { result in
+            guard !result.rows.isEmpty else { throw APIError.accountBlocked }
         }
     }
 

@@ -33,9 +33,9 @@ extension LedgerOperations {
     }
 
     /// Refuses a device key caught double spending (`ledger.device-blocked`).
-    func refuseBlocked(_ tx: any SQLTransaction, _ key: Key32) throws {
-        guard try tx.row("SELECT 1 FROM double_spends WHERE device_key = ?", [.blob(key.bytes)]) == nil else {
-            throw APIError(LedgerError(.deviceBlocked, "this device signed a double spend"))
+    func refuseBlocked(_ tx: any SQLTransaction, _ key: Key32) throws -> Pending<Void> {
+        try tx.send("SELECT 1 FROM double_spends WHERE device_key = ?", [.blob(key.bytes)]).map { result in
+            guard result.rows.isEmpty else { throw APIError(LedgerError(.deviceBlocked, "this device signed a double spend")) }
         }
     }
 

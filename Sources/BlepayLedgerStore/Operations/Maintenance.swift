@@ -82,12 +82,15 @@ extension LedgerOperations {
         return deadlines.min().map(Timestamp.init(millisecondsSince1970:))
     }
 
-    public func idempotencyRecord(_ tx: any SQLTransaction, principal: String, key: String) throws -> IdempotencyRecord? {
-        try tx.row("SELECT parameters_hash, status, response, sealed FROM idempotency_keys WHERE principal = ? AND key = ?",
-            [.text(principal), .text(key)]).map { row in
-            let response = try row.integer(3) == 1
-                ? secretSeal.open(row.blob(2), place: Self.place(principal: principal, key: key)) : row.blob(2)
-            return IdempotencyRecord(key: key, parametersHash: try row.text(0), status: Int(try row.integer(1)), response: response)
+    public func idempotencyRecord(_ tx: any SQLTransaction, principal: String, key: String) throws -> Pending<IdempotencyRecord?> {
+        try tx.send("SELECT parameters_hash, status, response, sealed FROM idempotency_keys WHERE principal = ? AND key = ?",
+            [.text(principal), .text(key)]
+        ).map { [secretSeal] result in
+            try result.rows.first.map { row in
+                let response = try row.integer(3) == 1
+                    ? secretSeal.open(row.blob(2), place: Self.place(principal: principal, key: key)) : row.blob(2)
+                return IdempotencyRecord(key: key, parametersHash: try row.text(0), status: Int(try row.integer(1)), response: response)
+            }
         }
     }
 
@@ -97,7 +100,7 @@ extension LedgerOperations {
     {
         let response = try sealed
             ? secretSeal.seal(record.response, place: Self.place(principal: principal, key: record.key)) : record.response
-        try tx.run(
+        try tx.send(
             """
             INSERT INTO idempotency_keys (principal, key, parameters_hash, status, response, sealed, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)

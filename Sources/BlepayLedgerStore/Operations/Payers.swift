@@ -8,13 +8,13 @@ extension LedgerOperations {
     static func payer(instrument: String) -> String { "instrument:\(instrument)" }
     static func payer(voucher: String) -> String { "voucher:\(voucher)" }
 
-    func payer(_ tx: any SQLTransaction, merchant: String, payment: PaymentID) throws -> String? {
-        try tx.row("SELECT payer FROM payment_payers WHERE merchant = ? AND payment = ?",
-            [.text(merchant), .text(payment.description)]).map { row in try row.text(0) }
+    func payer(_ tx: any SQLTransaction, merchant: String, payment: PaymentID) throws -> Pending<String?> {
+        try tx.send("SELECT payer FROM payment_payers WHERE merchant = ? AND payment = ?",
+            [.text(merchant), .text(payment.description)]).map { result in try result.rows.first?.text(0) }
     }
 
     func recordPayer(_ tx: any SQLTransaction, _ payer: String, merchant: String, payment: PaymentID) throws {
-        try tx.run("INSERT INTO payment_payers (merchant, payment, payer) VALUES (?, ?, ?)",
+        try tx.send("INSERT INTO payment_payers (merchant, payment, payer) VALUES (?, ?, ?)",
             [.text(merchant), .text(payment.description), .text(payer)])
     }
 

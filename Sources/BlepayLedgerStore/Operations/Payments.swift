@@ -81,11 +81,16 @@ extension LedgerOperations {
             try Self.message("request", base64: text) { bytes throws(ProtocolError) in try PaymentRequest(encoded: bytes) }
         }
         // Whose payment: the merchant of the request sent along, the business device's own, or else the one whose
-        // request the customer signed.
-        let existing = if let merchant = request?.merchantID ?? (device.accountKind == .merchant ? device.account : nil) {
-            try load(tx, merchant: merchant, acceptance.paymentID)
+        // request the customer signed. A merchant known beforehand has the payment and everything the acceptance is
+        // checked against read in one round trip.
+        let existing: StoredPayment?
+        var reads: AcceptanceReads?
+        if let merchant = request?.merchantID ?? (device.accountKind == .merchant ? device.account : nil) {
+            let payment = try sendPayments(tx, acceptance.paymentID, merchant: merchant)
+            reads = try sendAcceptanceReads(tx, acceptance, merchant: merchant)
+            existing = try payment.get().first
         } else {
-            try payments(tx, acceptance.paymentID).first { $0.payment.request.hash == acceptance.requestHash }
+            existing = try payments(tx, acceptance.paymentID).first { $0.payment.request.hash == acceptance.requestHash }
         }
         var stored: StoredPayment
         if let existing {
@@ -104,27 +109,22 @@ extension LedgerOperations {
         let isCustomer = device.accountKind == .customer && device.signingKey == acceptance.customerKey
         guard device.account == stored.merchant || isCustomer else { throw APIError.notFound("payment") }
         if stored.payment.acceptance == acceptance { return try resource(stored) }
-        try requireUnblocked(tx, merchant: stored.merchant)
+        let checks = try reads.flatMap { $0.merchant == stored.merchant ? $0 : nil }
+            ?? sendAcceptanceReads(tx, acceptance, merchant: stored.merchant)
+        try checks.unblocked.get()
         // Paid by another payer already: offline from a voucher (an online payer is the payment's own status).
-        guard try payer(tx, merchant: stored.merchant, payment: acceptance.paymentID) == nil else {
+        guard try checks.payer.get() == nil else {
             throw APIError(LedgerError(.invalidStatus, "payment \(acceptance.paymentID) was paid by another payer"))
         }
         // A device caught double spending pays no more: a payer's refusal, so another customer can still pay.
-        try refuseBlocked(tx, acceptance.customerKey)
-
-        guard let instrument = try tx.row(
-            """
-            SELECT i.type, i.blocked, i.account FROM instruments i JOIN devices d ON d.account = i.account
-            JOIN accounts a ON a.id = i.account
-            WHERE i.id = ? AND d.signing_key = ? AND d.revoked_at IS NULL AND a.blocked_at IS NULL
-            """, [.text(acceptance.instrumentID), .blob(acceptance.customerKey.bytes)]),
+        try checks.notDoubleSpender.get()
+        guard let instrument = try checks.instrument.get(),
             (try instrument.text(0) == CreateInstrument.Kind.delegated.rawValue) == acceptance.delegatedInstrument
         else { throw APIError(LedgerError(.unknownAccount, "no such instrument of the accepting customer")) }
 
         let book = Self.instrumentBook(acceptance.instrumentID)
         let blocked = try instrument.integer(1) != 0
-        var journal = try Books.load(tx, books: [book], credited: [Self.merchantBook(stored.merchant)],
-            holds: [stored.payment.holdID])
+        var journal = try checks.journal.get()
         do {
             try stored.payment.accept(acceptance, deviceKey: acceptance.customerKey, from: book, blocked: blocked,
                 to: Self.merchantBook(stored.merchant), in: &journal, at: now, signatures: signatures)
@@ -159,7 +159,7 @@ extension LedgerOperations {
             stored = StoredPayment(payment: newPayment(request, at: now), merchant: request.merchantID, customer: nil)
             try insert(tx, stored, at: now)
         }
-        guard try payer(tx, merchant: stored.merchant, payment: paymentID) == nil || stored.payment.status == .cancelled else {
+        guard try payer(tx, merchant: stored.merchant, payment: paymentID).get() == nil || stored.payment.status == .cancelled else {
             throw APIError(LedgerError(.invalidStatus, "payment \(paymentID) was paid"))
         }
         if stored.payment.status != .cancelled {
@@ -212,30 +212,39 @@ extension LedgerOperations {
 
     /// The online payments of `id`, of `merchant` or of every merchant.
     func payments(_ tx: any SQLTransaction, _ id: PaymentID, merchant: String? = nil, lock: Bool = true) throws -> [StoredPayment] {
-        try tx.rows(
+        try sendPayments(tx, id, merchant: merchant, lock: lock).get()
+    }
+
+    /// `payments`, sent and read when asked for.
+    func sendPayments(_ tx: any SQLTransaction, _ id: PaymentID, merchant: String? = nil, lock: Bool = true) throws
+        -> Pending<[StoredPayment]>
+    {
+        try tx.send(
             "SELECT merchant, request, acceptance, customer, failure, history, hold, transfer, "
                 + Self.refundedSum(merchant: "payments.merchant", payment: "payments.id") + " FROM payments WHERE id = ?"
                 + (merchant == nil ? " ORDER BY merchant" : " AND merchant = ?") + (lock ? tx.dialect.forUpdate : ""),
-            [.text(id.description)] + (merchant.map { [.text($0)] } ?? []))
-        .map { row in
-            do {
-                let request = try PaymentRequest(encoded: try row.blob(1))
-                let acceptance = try row.optionalBlob(2).map { bytes throws(ProtocolError) in try PaymentAcceptance(encoded: bytes) }
-                let failure = row.values[4] == .null ? nil : PaymentErrorCode(rawValue: UInt16(try row.integer(4)))
-                let history = try JSONDecoder().decode([PaymentResource.Change].self, from: Data(try row.blob(5)))
-                return StoredPayment(
-                    payment: LedgerPayment(request: request, acceptance: acceptance, failure: failure,
-                        history: history.map { LedgerPayment.Change(status: $0.status, at: Timestamp(millisecondsSince1970: $0.at)) },
-                        holdID: try row.text(6), transferID: try row.text(7)),
-                    merchant: try row.text(0), customer: try row.optionalText(3), refunded: try row.integer(8))
-            } catch let error as ProtocolError {
-                throw StorageError(.corrupt, "payment \(id): \(error)")
+            [.text(id.description)] + (merchant.map { [.text($0)] } ?? [])
+        ).map { result in
+            try result.rows.map { row in
+                do {
+                    let request = try PaymentRequest(encoded: try row.blob(1))
+                    let acceptance = try row.optionalBlob(2).map { bytes throws(ProtocolError) in try PaymentAcceptance(encoded: bytes) }
+                    let failure = row.values[4] == .null ? nil : PaymentErrorCode(rawValue: UInt16(try row.integer(4)))
+                    let history = try JSONDecoder().decode([PaymentResource.Change].self, from: Data(try row.blob(5)))
+                    return StoredPayment(
+                        payment: LedgerPayment(request: request, acceptance: acceptance, failure: failure,
+                            history: history.map { LedgerPayment.Change(status: $0.status, at: Timestamp(millisecondsSince1970: $0.at)) },
+                            holdID: try row.text(6), transferID: try row.text(7)),
+                        merchant: try row.text(0), customer: try row.optionalText(3), refunded: try row.integer(8))
+                } catch let error as ProtocolError {
+                    throw StorageError(.corrupt, "payment \(id): \(error)")
+                }
             }
         }
     }
 
     func insert(_ tx: any SQLTransaction, _ stored: StoredPayment, at now: Timestamp) throws {
-        try tx.run(
+        try tx.send(
             """
             INSERT INTO payments (id, merchant, request, status, acceptance, customer, instrument, failure, history, expires_at,
                 updated_at, created_at, hold, transfer)
@@ -249,7 +258,7 @@ extension LedgerOperations {
 
     func update(_ tx: any SQLTransaction, _ stored: StoredPayment, at now: Timestamp) throws {
         let payment = stored.payment
-        try tx.run(
+        try tx.send(
             """
             UPDATE payments SET status = ?, acceptance = ?, customer = ?, instrument = ?, failure = ?, history = ?, updated_at = ?
             WHERE merchant = ? AND id = ?

@@ -8,7 +8,7 @@ extension LedgerOperations {
         at now: Timestamp) throws -> PreAuthorizationResource
     {
         guard device.accountKind == .customer else { throw APIError.forbidden("only customer devices pre-authorize") }
-        try refuseBlocked(tx, device.signingKey)
+        try refuseBlocked(tx, device.signingKey).get()
         let limit = try Self.money(body.amount, body.currency)
         guard preAuthorizationLifetimes.contains(body.lifetimeSeconds) else {
             throw APIError.invalid("lifetimeSeconds", "out-of-range",
@@ -87,7 +87,7 @@ extension LedgerOperations {
         }) else { return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: .badSignature) }
         let payer = Self.payer(voucher: voucherID.description)
         // A payment id is its merchant's: another merchant's payment of the same id is another payment.
-        if let recorded = try self.payer(tx, merchant: request.merchantID, payment: request.paymentID), recorded != payer {
+        if let recorded = try self.payer(tx, merchant: request.merchantID, payment: request.paymentID).get(), recorded != payer {
             return SettlementResults.Item(merchantId: request.merchantID, paymentId: paymentID, result: .paymentConflict)
         }
         let status = try tx.row("SELECT status FROM payments WHERE id = ? AND merchant = ?", [.text(paymentID), .text(request.merchantID)])

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// The shared ledger database: PostgreSQL through postgres-nio, so several stateless ledger processes can keep
 /// one set of books. Writes run at READ COMMITTED and serialize on the rows they lock (`SELECT … FOR UPDATE`);
@@ -10,7 +11,9 @@ import PostgresNIO
 /// processes inserting the same new row) is run again whole. Reads run on a REPEATABLE READ snapshot.
 ///
 /// Transaction bodies are synchronous, so each runs on a thread of the storage's own thread pool, one per
-/// connection, waiting there for each statement's result; the event loop is never blocked.
+/// connection; statements are sent as the body gives them and waited for only when it reads an answer, so the
+/// reads an operation sends together and the writes before COMMIT each cost one round trip. The event loop is
+/// never blocked.
 public final class PostgresStorage: LedgerStorage {
     public struct Configuration: Sendable, Hashable {
         public var host: String
@@ -57,6 +60,11 @@ public final class PostgresStorage: LedgerStorage {
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let pool: PostgresConnectionPool
+    private let waits = Atomic<Int>(0)
+
+    /// How many times transactions have waited for the database so far (each wait is one round trip, however many
+    /// statements it confirms).
+    public var roundTrips: Int { waits.load(ordering: .relaxed) }
 
     /// How many times a transaction is tried when the database keeps asking for a retry.
     static let attempts = 10
@@ -115,6 +123,7 @@ public final class PostgresStorage: LedgerStorage {
         var retry: String?
         var connectionFailed: Bool
         var bodyRan: Bool
+        var roundTrips: Int
     }
 
     private func transaction<T: Sendable>(
@@ -132,6 +141,7 @@ public final class PostgresStorage: LedgerStorage {
                 throw StorageError(.unavailable, "the PostgreSQL storage is closed")
             }
             await pool.release(connection, broken: outcome.connectionFailed)
+            waits.add(outcome.roundTrips, ordering: .relaxed)
             switch outcome.result {
             case .success(let value):
                 return value
@@ -167,7 +177,8 @@ public final class PostgresStorage: LedgerStorage {
                 rolledBack = true
                 throw StorageError(.unavailable, "the transaction was rolled back: a statement in it failed")
             }
-            return Attempt(result: .success(value), retry: nil, connectionFailed: false, bodyRan: true)
+            return Attempt(result: .success(value), retry: nil, connectionFailed: false, bodyRan: true,
+                roundTrips: tx.roundTrips)
         } catch {
             if !tx.connectionFailed && !rolledBack { _ = try? tx.execute("ROLLBACK", []) }
             // Retried if the failure that ended it asked for a retry.
@@ -175,7 +186,8 @@ public final class PostgresStorage: LedgerStorage {
                 ? tx.retryableFailures.values.first
                 : (error as? StorageError).flatMap { tx.retryableFailures[$0] }
             // BEGIN is confirmed with the body's first statement: a connection that failed before it ran nothing.
-            return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed, bodyRan: tx.confirmed > 0)
+            return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed,
+                bodyRan: tx.confirmed > 0, roundTrips: tx.roundTrips)
         }
     }
 }

@@ -2,9 +2,9 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool: each statement waits
-/// for its result, so the synchronous transaction bodies of `LedgerStorage` run unchanged, except the statements
-/// whose answer nothing needs (`send`). Never used on an event loop thread.
+/// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool. Statements are sent
+/// as the body gives them and waited for only when an answer is read: reading one waits for every statement sent
+/// so far, which is one round trip however many were sent. Never used on an event loop thread.
 final class PostgresTransaction: SQLTransaction {
     let connection: PostgresConnection
     let logger: Logger
@@ -16,6 +16,8 @@ final class PostgresTransaction: SQLTransaction {
     private(set) var connectionFailed = false
     /// How many statements the database answered without an error.
     private(set) var confirmed = 0
+    /// How many times the transaction waited for the database.
+    private(set) var roundTrips = 0
     private var unconfirmed: [(sql: String, answer: EventLoopFuture<PostgresQueryResult>)] = []
     /// Savepoints opened and not yet ended; those among them not set in the database yet (see `savepoint`).
     private var open = 0
@@ -35,26 +37,24 @@ final class PostgresTransaction: SQLTransaction {
         self.logger = logger
     }
 
-    func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
+    func send(_ sql: String, _ binds: [SQLValue]) throws -> Pending<SQLResult> {
         setPendingSavepoints(before: sql)
-        return try execute(sql, binds).rows.map { row in
-            SQLRow(try PostgresRandomAccessRow(row).map(Self.value))
+        let answer = query(sql, binds)
+        return Pending { [self] () throws -> SQLResult in
+            try confirmSent()
+            let result = try wait(for: answer, of: sql)
+            return SQLResult(rows: try result.rows.map { row in SQLRow(try PostgresRandomAccessRow(row).map(Self.value)) },
+                changed: result.metadata.rows ?? 0)
         }
-    }
-
-    @discardableResult
-    func run(_ sql: String, _ binds: [SQLValue]) throws -> Int {
-        setPendingSavepoints(before: sql)
-        return try execute(sql, binds).metadata.rows ?? 0
     }
 
     func runLast(_ sql: String, _ binds: [SQLValue]) {
         last.append((sql, binds))
     }
 
-    /// Makes the writes put off by `runLast`; the transaction commits next.
+    /// Sends the writes put off by `runLast`; the transaction commits next.
     func finish() throws {
-        for (sql, binds) in last { try run(sql, binds) }
+        for (sql, binds) in last { try send(sql, binds) }
         last = []
     }
 
@@ -106,18 +106,13 @@ final class PostgresTransaction: SQLTransaction {
         sql.drop { $0 == " " || $0 == "\n" }.prefix(7).uppercased() == "SELECT "
     }
 
-    /// Sends a statement without binds and does not wait for its answer (BEGIN, SAVEPOINT, ROLLBACK TO): the
-    /// connection runs statements in order, so the next one's wait confirms it too, and it costs no wait of its own.
-    /// Its failure is thrown by the next `execute`.
+    /// Sends a statement without binds whose answer nothing reads (BEGIN, SAVEPOINT, ROLLBACK TO).
     func send(_ sql: String) {
         unconfirmed.append((sql, connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresBindings()), logger: logger)))
     }
 
-    /// Runs one statement and waits for all its rows (and for the statements sent before it). A failure is thrown as
-    /// `StorageError(.unavailable)`; if the database asked for a retry, the error is remembered so the storage can
-    /// tell it escaped the body.
-    @discardableResult
-    func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+    /// Sends one statement and queues its answer to be confirmed.
+    private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<PostgresQueryResult> {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {
             switch bind {
@@ -128,9 +123,24 @@ final class PostgresTransaction: SQLTransaction {
             }
         }
         let answer = connection.query(PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings), logger: logger)
-        let earlier = unconfirmed
+        unconfirmed.append((sql, answer))
+        return answer
+    }
+
+    /// Waits for every statement sent and not yet confirmed (one round trip), throwing the first failure.
+    private func confirmSent() throws(StorageError) {
+        guard !unconfirmed.isEmpty else { return }
+        roundTrips += 1
+        let sent = unconfirmed
         unconfirmed = []
-        for statement in earlier { try wait(for: statement.answer, of: statement.sql) }
+        for statement in sent { try wait(for: statement.answer, of: statement.sql) }
+    }
+
+    /// Runs one statement and waits for it (and for the statements sent before it).
+    @discardableResult
+    func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+        let answer = query(sql, binds)
+        try confirmSent()
         return try wait(for: answer, of: sql)
     }
 
@@ -180,7 +190,7 @@ final class PostgresTransaction: SQLTransaction {
     }
 
     /// A cell as the value it was written as: 64-bit (or smaller) integers, text, bytes, or NULL. Integral
-    /// `numeric`s (what `SUM` of a BIGINT column gives) are integers as well.
+    /// `numeric`s (what `SUM` of a BIGINT column gives) are integers as well; `void` is NULL.
     static func value(_ cell: PostgresCell) throws -> SQLValue {
         guard var bytes = cell.bytes else { return .null }
         let value: SQLValue?
@@ -191,6 +201,7 @@ final class PostgresTransaction: SQLTransaction {
         case .text, .varchar, .name, .bpchar: value = .text(String(decoding: bytes.readableBytesView, as: UTF8.self))
         case .bytea: value = .blob(Array(bytes.readableBytesView))
         case .numeric: value = integralNumeric(&bytes).map { .integer($0) }
+        case .void: value = .null  // what a function called for its effect returns (pg_advisory_xact_lock)
         default: value = nil
         }
         guard let value else {

@@ -45,13 +45,46 @@ public enum SQLDialect: Sendable, Hashable {
     public var forUpdate: String { self == .postgres ? " FOR UPDATE" : "" }
 }
 
+/// What a statement answered: its rows, and how many rows it changed.
+public struct SQLResult: Sendable {
+    public let rows: [SQLRow]
+    public let changed: Int
+
+    public init(rows: [SQLRow], changed: Int) {
+        self.rows = rows
+        self.changed = changed
+    }
+}
+
+/// A value read from statements sent and not yet waited for (`SQLTransaction.send`). Getting it waits for every
+/// statement sent so far and throws the first failure among them.
+public struct Pending<Value> {
+    private let wait: () throws -> Value
+
+    public init(_ wait: @escaping () throws -> Value) { self.wait = wait }
+
+    public func get() throws -> Value { try wait() }
+
+    /// What the value becomes, read the same way.
+    public func map<U>(_ transform: @escaping (Value) throws -> U) -> Pending<U> { Pending<U> { try transform(wait()) } }
+}
+
+extension Pending where Value == SQLResult {
+    public func rows() throws -> [SQLRow] { try get().rows }
+    public func row() throws -> SQLRow? { try get().rows.first }
+    /// The number of rows the statement changed.
+    public func changed() throws -> Int { try get().changed }
+}
+
 /// Statements inside one transaction. SQL is written with `?` placeholders; each dialect binds them its own way.
 public protocol SQLTransaction {
     var dialect: SQLDialect { get }
-    func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow]
-    /// Returns the number of rows changed.
+    /// Sends a statement and returns its answer unread. PostgreSQL runs a connection's statements in order, so
+    /// statements sent before any answer is read share one round trip: an operation sends the reads that do not
+    /// depend on one another, then reads them. A write whose answer nothing reads costs no wait of its own; its
+    /// failure is thrown by the next answer read, or by the commit. SQLite runs the statement at once.
     @discardableResult
-    func run(_ sql: String, _ binds: [SQLValue]) throws -> Int
+    func send(_ sql: String, _ binds: [SQLValue]) throws -> Pending<SQLResult>
     /// Runs `body` in a savepoint: if it throws, what it did is undone and the transaction goes on.
     func savepoint<T>(_ body: () throws -> T) throws -> T
     /// A write to make as late as the database allows: on PostgreSQL, just before the transaction commits (in the
@@ -59,6 +92,17 @@ public protocol SQLTransaction {
     /// many transactions update (a merchant's balance) is held only while the transaction commits. SQLite's
     /// writers take turns and lock no rows, so there it runs at once. Nothing in the transaction reads it back.
     func runLast(_ sql: String, _ binds: [SQLValue]) throws
+}
+
+extension SQLTransaction {
+    /// Runs a query and waits for its rows.
+    public func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] { try send(sql, binds).rows() }
+
+    public func row(_ sql: String, _ binds: [SQLValue]) throws -> SQLRow? { try rows(sql, binds).first }
+
+    /// Runs a statement and waits for it; returns the number of rows changed.
+    @discardableResult
+    public func run(_ sql: String, _ binds: [SQLValue]) throws -> Int { try send(sql, binds).changed() }
 }
 
 extension LedgerStorage {
@@ -74,10 +118,6 @@ extension LedgerStorage {
         }
         guard present else { throw StorageError(.noLedger, "the database holds no ledger") }
     }
-}
-
-extension SQLTransaction {
-    public func row(_ sql: String, _ binds: [SQLValue]) throws -> SQLRow? { try rows(sql, binds).first }
 }
 
 /// A database the ledger keeps its books in.

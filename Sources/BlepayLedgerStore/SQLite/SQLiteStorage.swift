@@ -71,19 +71,23 @@ struct SQLiteTransaction: SQLTransaction {
     let db: Database
     var dialect: SQLDialect { .sqlite }
 
-    func rows(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
-        let statement = try db.cachedStatement(sql: sql)
-        try statement.setArguments(StatementArguments(binds.map(\.databaseValue)))
-        return try Row.fetchAll(statement).map { row in
-            SQLRow(row.databaseValues.map(SQLValue.init))
+    /// A statement SQLite refuses (a constraint, say) fails as PostgreSQL's do: `storage.unavailable`, naming it.
+    func send(_ sql: String, _ binds: [SQLValue]) throws -> Pending<SQLResult> {
+        let result: SQLResult
+        do {
+            let statement = try db.cachedStatement(sql: sql)
+            try statement.setArguments(StatementArguments(binds.map(\.databaseValue)))
+            if statement.columnCount == 0 {
+                try statement.execute()
+                result = SQLResult(rows: [], changed: db.changesCount)
+            } else {
+                let rows = try Row.fetchAll(statement).map { row in SQLRow(row.databaseValues.map(SQLValue.init)) }
+                result = SQLResult(rows: rows, changed: statement.isReadonly ? 0 : db.changesCount)
+            }
+        } catch let error as DatabaseError {
+            throw StorageError(.unavailable, "\(error.message ?? "\(error.resultCode)") while executing `\(sql)`")
         }
-    }
-
-    @discardableResult
-    func run(_ sql: String, _ binds: [SQLValue]) throws -> Int {
-        let statement = try db.cachedStatement(sql: sql)
-        try statement.execute(arguments: StatementArguments(binds.map(\.databaseValue)))
-        return db.changesCount
+        return Pending { result }
     }
 
     func runLast(_ sql: String, _ binds: [SQLValue]) throws {
