@@ -2,9 +2,10 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool. Statements are sent
-/// as the body gives them and waited for only when an answer is read: reading one waits for every statement sent
-/// so far, which is one round trip however many were sent. Never used on an event loop thread.
+/// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool. Statements are queued
+/// as the body gives them and sent when an answer is read: reading one sends every statement queued, in order, in
+/// one hop to the connection's event loop, and waits once for all their answers, which is one round trip however
+/// many were queued. Never used on an event loop thread.
 final class PostgresTransaction: SQLTransaction {
     let connection: PostgresConnection
     let logger: Logger
@@ -18,6 +19,9 @@ final class PostgresTransaction: SQLTransaction {
     private(set) var confirmed = 0
     /// How many times the transaction waited for the database.
     private(set) var roundTrips = 0
+    /// Queued and not yet sent (and the promise of each one's answer).
+    private var unsent: [(query: PostgresQuery, answer: EventLoopPromise<PostgresQueryResult>)] = []
+    /// Sent or queued, and not yet confirmed.
     private var unconfirmed: [(sql: String, answer: EventLoopFuture<PostgresQueryResult>)] = []
     /// Savepoints opened and not yet ended; those among them not set in the database yet (see `savepoint`).
     private var open = 0
@@ -106,12 +110,12 @@ final class PostgresTransaction: SQLTransaction {
         sql.drop { $0 == " " || $0 == "\n" }.prefix(7).uppercased() == "SELECT "
     }
 
-    /// Sends a statement without binds whose answer nothing reads (BEGIN, SAVEPOINT, ROLLBACK TO).
+    /// Queues a statement without binds whose answer nothing reads (BEGIN, SAVEPOINT, ROLLBACK TO).
     func send(_ sql: String) {
-        unconfirmed.append((sql, connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresBindings()), logger: logger)))
+        _ = queue(sql, PostgresQuery(unsafeSQL: sql, binds: PostgresBindings()))
     }
 
-    /// Sends one statement and queues its answer to be confirmed.
+    /// Queues one statement; its answer is confirmed with the next round trip.
     private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<PostgresQueryResult> {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {
@@ -122,17 +126,30 @@ final class PostgresTransaction: SQLTransaction {
             case .blob(let value): bindings.append(ByteBuffer(bytes: value))
             }
         }
-        let answer = connection.query(PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings), logger: logger)
-        unconfirmed.append((sql, answer))
-        return answer
+        return queue(sql, PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings))
     }
 
-    /// Waits for every statement sent and not yet confirmed (one round trip), throwing the first failure.
+    private func queue(_ sql: String, _ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+        let answer = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        unsent.append((query, answer))
+        unconfirmed.append((sql, answer.futureResult))
+        return answer.futureResult
+    }
+
+    /// Sends what is queued and waits for every statement not yet confirmed (one round trip), throwing the first
+    /// failure.
     private func confirmSent() throws(StorageError) {
         guard !unconfirmed.isEmpty else { return }
         roundTrips += 1
+        let (batch, connection, logger) = (unsent, connection, logger)
+        unsent = []
+        connection.eventLoop.execute {
+            for statement in batch { connection.query(statement.query, logger: logger).cascade(to: statement.answer) }
+        }
         let sent = unconfirmed
         unconfirmed = []
+        // One wake-up for all the answers; each is then read in order, so the first failure is the one thrown.
+        _ = try? EventLoopFuture.andAllComplete(sent.map(\.answer), on: connection.eventLoop).wait()
         for statement in sent { try wait(for: statement.answer, of: statement.sql) }
     }
 
