@@ -59,4 +59,24 @@ extension StorageTests {
             #expect(try await ids(storage) == [1, 2, 3, 4, 5])
         }
     }
+
+    /// The database ends the connection in the middle of a transaction (statements sent, a savepoint open): the
+    /// transaction fails as unavailable, nothing of it is kept, and the next one runs on a new connection.
+    @Test(.timeLimit(.minutes(1))) func aConnectionLostInATransactionFailsItAndTheNextRunsOnAnother() async throws {
+        try await withStorage(.postgres) { storage in
+            try await createItems(storage)
+            await #expect(throws: StorageError.self) {
+                try await storage.write { tx in
+                    try tx.send("INSERT INTO items (id) VALUES (?)", [.integer(1)])
+                    try tx.savepoint { () throws -> Void in
+                        try tx.send("INSERT INTO items (id) VALUES (?)", [.integer(2)])
+                        _ = try tx.rows("SELECT pg_terminate_backend(pg_backend_pid())", [])
+                    }
+                }
+            }
+            #expect(try await ids(storage) == [])
+            _ = try await storage.write { tx in try tx.run("INSERT INTO items (id) VALUES (?)", [.integer(3)]) }
+            #expect(try await ids(storage) == [3])
+        }
+    }
 }

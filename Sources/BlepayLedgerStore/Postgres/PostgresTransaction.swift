@@ -41,6 +41,11 @@ final class PostgresTransaction: SQLTransaction {
         self.logger = logger
     }
 
+    /// What is still queued when the transaction ends was never sent (its connection failed first).
+    deinit {
+        for statement in unsent { statement.answer.fail(StorageError(.unavailable, "the PostgreSQL connection failed")) }
+    }
+
     func send(_ sql: String, _ binds: [SQLValue]) throws -> Pending<SQLResult> {
         setPendingSavepoints(before: sql)
         let answer = query(sql, binds)
@@ -144,6 +149,11 @@ final class PostgresTransaction: SQLTransaction {
         let (batch, connection, logger) = (unsent, connection, logger)
         unsent = []
         connection.eventLoop.execute {
+            // A query written to a closed connection is never answered: fail the batch instead.
+            guard !connection.isClosed else {
+                for statement in batch { statement.answer.fail(StorageError(.unavailable, "the connection is closed")) }
+                return
+            }
             for statement in batch { connection.query(statement.query, logger: logger).cascade(to: statement.answer) }
         }
         let sent = unconfirmed
@@ -161,6 +171,8 @@ final class PostgresTransaction: SQLTransaction {
         return try wait(for: answer, of: sql)
     }
 
+    /// A statement's answer. A failure is thrown as `StorageError(.unavailable)`; if the database asked for a retry,
+    /// the error is remembered so the storage can tell it escaped the body.
     @discardableResult
     private func wait(for answer: EventLoopFuture<PostgresQueryResult>, of sql: String) throws(StorageError)
         -> PostgresQueryResult
