@@ -11,8 +11,8 @@ import Synchronization
 /// processes inserting the same new row) is run again whole. Reads run on a REPEATABLE READ snapshot.
 ///
 /// Transaction bodies are synchronous, so each runs on a thread of the storage's own thread pool, one per
-/// connection; statements are sent as the body gives them and waited for only when it reads an answer, so the
-/// reads an operation sends together and the writes before COMMIT each cost one round trip. The event loop is
+/// connection; statements are queued as the body gives them and sent when it reads an answer (`PostgresTransaction`),
+/// so the reads an operation sends together and the writes before COMMIT each cost one round trip. The event loop is
 /// never blocked.
 public final class PostgresStorage: LedgerStorage {
     public struct Configuration: Sendable, Hashable {
