@@ -78,9 +78,9 @@ enum Books {
         return Journal(accounts: kinds, balances: balances, holds: holds, transfers: transfers)
     }
 
-    /// Writes what `journal` changed, without waiting (a failure is thrown by the next read or the commit). The balances of books in `last` (busy ones, such as the merchant's balance a
-    /// payment credits) are written as late as the database allows (`SQLTransaction.runLast`); the transaction
-    /// must not read them again.
+    /// Writes what `journal` changed, without waiting (a failure is thrown by the next read or the commit). The
+    /// balances of books in `last` (busy ones, such as the merchant's balance a payment credits) are written as late
+    /// as the database allows (`SQLTransaction.runLast`); the transaction must not read them again.
     static func save(_ tx: any SQLTransaction, _ journal: Journal, at now: Timestamp, last: Set<AccountID> = []) throws {
         let changes = journal.changes
         for (book, kind) in changes.openedAccounts.sorted(by: { $0.key < $1.key }) {
