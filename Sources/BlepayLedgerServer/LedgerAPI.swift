@@ -106,7 +106,7 @@ struct LedgerAPI: Sendable {
     private func answer(_ head: Head, body: [UInt8], parameters: [String: String], access: Access, success: Int,
         anticipated: Anticipation, _ tx: any SQLTransaction, _ operation: Operation) throws -> Answer
     {
-        // A device's idempotency record is asked for with its authentication: one round trip for both.
+        // A device's idempotency record is asked for with its authentication: one wait for both.
         var early: Pending<IdempotencyRecord?>?
         if head.method == "POST", access.resolved(for: head) == .device, let id = head.device,
             let key = try? IdempotencyRecord.validate(head.idempotencyKey)

@@ -2,7 +2,7 @@ import BlepayLedgerStore
 import LedgerTestSupport
 import Testing
 
-/// PostgreSQL sets a savepoint only before its first write and never releases one (round trips); what a savepoint
+/// PostgreSQL sets a savepoint only before its first write and never releases one (a statement each); what a savepoint
 /// promises holds on both databases all the same.
 extension StorageTests {
     @Test(arguments: StorageKind.allCases)

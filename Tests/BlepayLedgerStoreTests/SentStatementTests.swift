@@ -2,8 +2,8 @@ import BlepayLedgerStore
 import LedgerTestSupport
 import Testing
 
-/// Statements sent together and read later (`SQLTransaction.send`): PostgreSQL pipelines them, one round trip for
-/// all of them; SQLite runs each at once. What a transaction reads and keeps is the same on both.
+/// Statements sent together and read later (`SQLTransaction.send`): on PostgreSQL the transaction's thread waits
+/// once for all of them; SQLite runs each at once. What a transaction reads and keeps is the same on both.
 extension StorageTests {
     @Test(arguments: StorageKind.allCases)
     func sentStatementsAnswerEachForItselfInWhateverOrderTheyAreRead(_ kind: StorageKind) async throws {
@@ -41,13 +41,13 @@ extension StorageTests {
         }
     }
 
-    /// Reading any answer confirms what was sent before it: one round trip for a batch of reads, one for the writes
-    /// and the commit.
-    @Test func statementsSentTogetherCostOneRoundTrip() async throws {
+    /// Reading any answer confirms what was sent before it: one wait for a batch of reads, one for the writes and
+    /// the commit.
+    @Test func statementsSentTogetherCostOneWait() async throws {
         try await withStorage(.postgres) { storage in
             let postgres = try #require(storage as? PostgresStorage)
             try await createItems(storage)
-            let before = postgres.roundTrips
+            let before = postgres.waits
             let sum = try await storage.write { tx in
                 let reads = try (1...5).map { id in try tx.send("SELECT COUNT(*) FROM items WHERE id = ?", [.integer(id)]) }
                 let sum = try reads.reduce(0) { sum, read in try sum + (read.row()?.integer(0) ?? 0) }
@@ -55,7 +55,7 @@ extension StorageTests {
                 return sum
             }
             #expect(sum == 0)
-            #expect(postgres.roundTrips - before == 2)
+            #expect(postgres.waits - before == 2)
             #expect(try await ids(storage) == [1, 2, 3, 4, 5])
         }
     }

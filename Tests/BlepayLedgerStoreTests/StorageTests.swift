@@ -319,6 +319,10 @@ import Testing
             PostgresTransaction.numberedPlaceholders(#"SELECT ?, '?', 'it''s ?', "a?b", ? FROM t WHERE x = ?"#)
                 == #"SELECT $1, '?', 'it''s ?', "a?b", $2 FROM t WHERE x = $3"#
         )
+        // Text beyond ASCII passes through whole, and placeholders after it are still found.
+        #expect(PostgresTransaction.numberedPlaceholders("SELECT 'café ?', ? -- naïve ü") == "SELECT 'café ?', $1 -- naïve ü")
+        let many = "VALUES (" + Array(repeating: "?", count: 12).joined(separator: ", ") + ")"
+        #expect(PostgresTransaction.numberedPlaceholders(many) == "VALUES (" + (1...12).map { "$\($0)" }.joined(separator: ", ") + ")")
     }
 
     @Test func configurationParsesURLs() throws {

@@ -8,7 +8,7 @@ import BlepayProtocol
 /// not a queue every payment waits in. A balance row that does not exist yet cannot be locked either; it can only
 /// be credited (nothing is available in it).
 enum Books {
-    /// The holds an operation loads, locked: by id, or the one a payment names (read in the round trip that reads
+    /// The holds an operation loads, locked: by id, or the one a payment names (sent with the statement that reads
     /// the payment).
     enum Holds {
         case ids([String])

@@ -82,7 +82,7 @@ extension LedgerOperations {
         }
         // Whose payment: the merchant of the request sent along, the business device's own, or else the one whose
         // request the customer signed. A merchant known beforehand has the payment and everything the acceptance is
-        // checked against read in one round trip.
+        // checked against sent together and waited for once.
         let existing: StoredPayment?
         var reads: AcceptanceReads?
         if let merchant = request?.merchantID ?? (device.accountKind == .merchant ? device.account : nil) {

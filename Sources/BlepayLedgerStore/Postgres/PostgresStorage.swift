@@ -12,8 +12,8 @@ import Synchronization
 ///
 /// Transaction bodies are synchronous, so each runs on a thread of the storage's own thread pool, one per
 /// connection; statements are queued as the body gives them and sent when it reads an answer (`PostgresTransaction`),
-/// so the reads an operation sends together and the writes before COMMIT each cost one round trip. The event loop is
-/// never blocked.
+/// so the reads an operation sends together and the writes before COMMIT each cost the thread one wait. The event
+/// loop is never blocked.
 public final class PostgresStorage: LedgerStorage {
     public struct Configuration: Sendable, Hashable {
         public var host: String
@@ -60,11 +60,11 @@ public final class PostgresStorage: LedgerStorage {
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let pool: PostgresConnectionPool
-    private let waits = Atomic<Int>(0)
+    private let waited = Atomic<Int>(0)
 
-    /// How many times transactions have waited for the database so far (each wait is one round trip, however many
-    /// statements it confirms).
-    public var roundTrips: Int { waits.load(ordering: .relaxed) }
+    /// How many times transactions' threads have waited for the database so far, however many statements each wait
+    /// confirms.
+    public var waits: Int { waited.load(ordering: .relaxed) }
 
     /// How many times a transaction is tried when the database keeps asking for a retry.
     static let attempts = 10
@@ -123,7 +123,7 @@ public final class PostgresStorage: LedgerStorage {
         var retry: String?
         var connectionFailed: Bool
         var bodyRan: Bool
-        var roundTrips: Int
+        var waits: Int
     }
 
     private func transaction<T: Sendable>(
@@ -141,7 +141,7 @@ public final class PostgresStorage: LedgerStorage {
                 throw StorageError(.unavailable, "the PostgreSQL storage is closed")
             }
             await pool.release(connection, broken: outcome.connectionFailed)
-            waits.add(outcome.roundTrips, ordering: .relaxed)
+            waited.add(outcome.waits, ordering: .relaxed)
             switch outcome.result {
             case .success(let value):
                 return value
@@ -178,7 +178,7 @@ public final class PostgresStorage: LedgerStorage {
                 throw StorageError(.unavailable, "the transaction was rolled back: a statement in it failed")
             }
             return Attempt(result: .success(value), retry: nil, connectionFailed: false, bodyRan: true,
-                roundTrips: tx.roundTrips)
+                waits: tx.waits)
         } catch {
             if !tx.connectionFailed && !rolledBack { _ = try? tx.execute("ROLLBACK", []) }
             // Retried if the failure that ended it asked for a retry.
@@ -187,7 +187,7 @@ public final class PostgresStorage: LedgerStorage {
                 : (error as? StorageError).flatMap { tx.retryableFailures[$0] }
             // BEGIN is confirmed with the body's first statement: a connection that failed before it ran nothing.
             return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed,
-                bodyRan: tx.confirmed > 0, roundTrips: tx.roundTrips)
+                bodyRan: tx.confirmed > 0, waits: tx.waits)
         }
     }
 }

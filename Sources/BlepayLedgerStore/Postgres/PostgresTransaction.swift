@@ -4,8 +4,9 @@ import PostgresNIO
 
 /// One PostgreSQL transaction's statements, run synchronously on the storage's thread pool. Statements are queued
 /// as the body gives them and sent when an answer is read: reading one sends every statement queued, in order, in
-/// one hop to the connection's event loop, and waits once for all their answers, which is one round trip however
-/// many were queued. Never used on an event loop thread.
+/// one hop to the connection's event loop, and waits once for all their answers, however many were queued. The
+/// connection still exchanges each statement with the server on its own: postgres-nio sends a statement once the
+/// one before it is answered. Never used on an event loop thread.
 final class PostgresTransaction: SQLTransaction {
     let connection: PostgresConnection
     let logger: Logger
@@ -18,7 +19,7 @@ final class PostgresTransaction: SQLTransaction {
     /// How many statements the database answered without an error.
     private(set) var confirmed = 0
     /// How many times the transaction waited for the database.
-    private(set) var roundTrips = 0
+    private(set) var waits = 0
     /// Queued and not yet sent (and the promise of each one's answer).
     private var unsent: [(query: PostgresQuery, answer: EventLoopPromise<PostgresQueryResult>)] = []
     /// Sent or queued, and not yet confirmed.
@@ -67,7 +68,7 @@ final class PostgresTransaction: SQLTransaction {
         last = []
     }
 
-    /// A savepoint costs round trips, so it is set only before the first statement in it that may change something
+    /// A savepoint costs a statement, so it is set only before the first statement in it that may change something
     /// (a refusal after reads alone has nothing to undo; a failed read fails the whole transaction anyway), and never
     /// released: COMMIT ends it with the rest. Savepoints left behind nest (each in the one before), so once
     /// `unreleasedLimit` pile up outside any open savepoint they are released together, with the oldest.
@@ -120,7 +121,7 @@ final class PostgresTransaction: SQLTransaction {
         _ = queue(sql, PostgresQuery(unsafeSQL: sql, binds: PostgresBindings()))
     }
 
-    /// Queues one statement; its answer is confirmed with the next round trip.
+    /// Queues one statement; its answer is confirmed with the next wait.
     private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<PostgresQueryResult> {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {
@@ -141,11 +142,10 @@ final class PostgresTransaction: SQLTransaction {
         return answer.futureResult
     }
 
-    /// Sends what is queued and waits for every statement not yet confirmed (one round trip), throwing the first
-    /// failure.
+    /// Sends what is queued and waits once for every statement not yet confirmed, throwing the first failure.
     private func confirmSent() throws(StorageError) {
         guard !unconfirmed.isEmpty else { return }
-        roundTrips += 1
+        waits += 1
         let (batch, connection, logger) = (unsent, connection, logger)
         unsent = []
         connection.eventLoop.execute {
@@ -194,28 +194,32 @@ final class PostgresTransaction: SQLTransaction {
         }
     }
 
-    /// `sql` with its `?` placeholders numbered `$1, $2, …`; a `?` inside a quoted string or identifier stays.
+    /// `sql` with its `?` placeholders numbered `$1, $2, …`; a `?` inside a quoted string or identifier stays. Scans
+    /// UTF-8 bytes (every character it looks for is ASCII): each statement passes through here, and walking it
+    /// character by character cost 6 % of the ledger's CPU on PostgreSQL.
     static func numberedPlaceholders(_ sql: String) -> String {
-        guard sql.contains("?") else { return sql }
-        var result = ""
-        result.reserveCapacity(sql.utf8.count + 8)
-        var quote: Character?
+        let utf8 = sql.utf8
+        guard utf8.contains(UInt8(ascii: "?")) else { return sql }
+        var result: [UInt8] = []
+        result.reserveCapacity(utf8.count + 16)
+        var quote: UInt8?
         var number = 0
-        for character in sql {
+        for byte in utf8 {
             if let open = quote {
-                if character == open { quote = nil }
-                result.append(character)
-            } else if character == "'" || character == "\"" {
-                quote = character
-                result.append(character)
-            } else if character == "?" {
+                if byte == open { quote = nil }
+                result.append(byte)
+            } else if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
+                quote = byte
+                result.append(byte)
+            } else if byte == UInt8(ascii: "?") {
                 number += 1
-                result += "$\(number)"
+                result.append(UInt8(ascii: "$"))
+                result.append(contentsOf: String(number).utf8)
             } else {
-                result.append(character)
+                result.append(byte)
             }
         }
-        return result
+        return String(decoding: result, as: UTF8.self)
     }
 
     /// A cell as the value it was written as: 64-bit (or smaller) integers, text, bytes, or NULL. Integral
