@@ -173,7 +173,7 @@ public final class PostgresStorage: LedgerStorage {
             try tx.finish()
             // COMMIT of a transaction in which a statement failed (the body went on past the failure) rolls it
             // back and says so, without an error.
-            if try tx.execute("COMMIT", []).metadata.command != "COMMIT" {
+            if try tx.execute("COMMIT", []).command != "COMMIT" {
                 rolledBack = true
                 throw StorageError(.unavailable, "the transaction was rolled back: a statement in it failed")
             }

@@ -6,7 +6,8 @@ import PostgresNIO
 /// as the body gives them and sent when an answer is read: reading one sends every statement queued, in order, in
 /// one hop to the connection's event loop, and waits once for all their answers, however many were queued. The
 /// connection still exchanges each statement with the server on its own: postgres-nio sends a statement once the
-/// one before it is answered. Never used on an event loop thread.
+/// one before it is answered. Plain SELECTs, INSERTs, UPDATEs and DELETEs are prepared on the connection the first
+/// time they run there (`PreparedStatements`). Never used on an event loop thread.
 final class PostgresTransaction: SQLTransaction {
     let connection: PostgresConnection
     let logger: Logger
@@ -21,9 +22,11 @@ final class PostgresTransaction: SQLTransaction {
     /// How many times the transaction waited for the database.
     private(set) var waits = 0
     /// Queued and not yet sent (and the promise of each one's answer).
-    private var unsent: [(query: PostgresQuery, answer: EventLoopPromise<PostgresQueryResult>)] = []
+    private var unsent: [(statement: Statement, answer: EventLoopPromise<Answer>)] = []
     /// Sent or queued, and not yet confirmed.
-    private var unconfirmed: [(sql: String, answer: EventLoopFuture<PostgresQueryResult>)] = []
+    private var unconfirmed: [(sql: String, answer: EventLoopFuture<Answer>)] = []
+    /// Runs each batch on the connection's event loop.
+    private let loop: LoopExecutor
     /// Savepoints opened and not yet ended; those among them not set in the database yet (see `savepoint`).
     private var open = 0
     private var pending: [String] = []
@@ -40,6 +43,19 @@ final class PostgresTransaction: SQLTransaction {
     init(connection: PostgresConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
+        loop = LoopExecutor(connection.eventLoop)
+    }
+
+    /// A statement as it is sent: prepared, or as it is (commands, and what `PreparedStatements` does not prepare).
+    enum Statement: Sendable {
+        case prepared(PreparedStatements.Statement)
+        case unprepared(PostgresQuery)
+    }
+
+    /// What the database answered a statement, and its command tag when it ran unprepared.
+    struct Answer: Sendable {
+        var result: SQLResult
+        var command: String?
     }
 
     /// What is still queued when the transaction ends was never sent (its connection failed first).
@@ -47,14 +63,13 @@ final class PostgresTransaction: SQLTransaction {
         for statement in unsent { statement.answer.fail(StorageError(.unavailable, "the PostgreSQL connection failed")) }
     }
 
+    @discardableResult
     func send(_ sql: String, _ binds: [SQLValue]) throws -> Pending<SQLResult> {
         setPendingSavepoints(before: sql)
         let answer = query(sql, binds)
         return Pending { [self] () throws -> SQLResult in
             try confirmSent()
-            let result = try wait(for: answer, of: sql)
-            return SQLResult(rows: try result.rows.map { row in SQLRow(try PostgresRandomAccessRow(row).map(Self.value)) },
-                changed: result.metadata.rows ?? 0)
+            return try wait(for: answer, of: sql).result
         }
     }
 
@@ -118,11 +133,11 @@ final class PostgresTransaction: SQLTransaction {
 
     /// Queues a statement without binds whose answer nothing reads (BEGIN, SAVEPOINT, ROLLBACK TO).
     func send(_ sql: String) {
-        _ = queue(sql, PostgresQuery(unsafeSQL: sql, binds: PostgresBindings()))
+        _ = queue(sql, .unprepared(PostgresQuery(unsafeSQL: sql, binds: PostgresBindings())))
     }
 
     /// Queues one statement; its answer is confirmed with the next wait.
-    private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<PostgresQueryResult> {
+    private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<Answer> {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {
             switch bind {
@@ -132,12 +147,14 @@ final class PostgresTransaction: SQLTransaction {
             case .blob(let value): bindings.append(ByteBuffer(bytes: value))
             }
         }
-        return queue(sql, PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings))
+        let statement = PreparedStatements.statement(sql, binds, bindings).map(Statement.prepared)
+            ?? .unprepared(PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings))
+        return queue(sql, statement)
     }
 
-    private func queue(_ sql: String, _ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
-        let answer = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
-        unsent.append((query, answer))
+    private func queue(_ sql: String, _ statement: Statement) -> EventLoopFuture<Answer> {
+        let answer = connection.eventLoop.makePromise(of: Answer.self)
+        unsent.append((statement, answer))
         unconfirmed.append((sql, answer.futureResult))
         return answer.futureResult
     }
@@ -146,16 +163,8 @@ final class PostgresTransaction: SQLTransaction {
     private func confirmSent() throws(StorageError) {
         guard !unconfirmed.isEmpty else { return }
         waits += 1
-        let (batch, connection, logger) = (unsent, connection, logger)
+        Self.send(unsent, on: connection, loop: loop, logger: logger)
         unsent = []
-        connection.eventLoop.execute {
-            // A query written to a closed connection is never answered: fail the batch instead.
-            guard !connection.isClosed else {
-                for statement in batch { statement.answer.fail(StorageError(.unavailable, "the connection is closed")) }
-                return
-            }
-            for statement in batch { connection.query(statement.query, logger: logger).cascade(to: statement.answer) }
-        }
         let sent = unconfirmed
         unconfirmed = []
         // One wake-up for all the answers; each is then read in order, so the first failure is the one thrown.
@@ -163,9 +172,44 @@ final class PostgresTransaction: SQLTransaction {
         for statement in sent { try wait(for: statement.answer, of: statement.sql) }
     }
 
+    /// One task for the batch, on the connection's event loop: each statement is written when the one before it is
+    /// answered (as postgres-nio would send them anyway), and checked against a closed connection in the same turn of
+    /// the loop that writes it, since a statement written to a closed connection is never answered.
+    private static func send(
+        _ batch: [(statement: Statement, answer: EventLoopPromise<Answer>)], on connection: PostgresConnection,
+        loop: LoopExecutor, logger: Logger
+    ) {
+        Task(executorPreference: loop) {
+            for (statement, answer) in batch {
+                guard !connection.isClosed else {
+                    answer.fail(StorageError(.unavailable, "the connection is closed"))
+                    continue
+                }
+                do {
+                    answer.succeed(try await run(statement, on: connection, logger: logger))
+                } catch {
+                    answer.fail(error)
+                }
+            }
+        }
+    }
+
+    private static func run(_ statement: Statement, on connection: PostgresConnection, logger: Logger) async throws
+        -> Answer
+    {
+        switch statement {
+        case .prepared(let prepared):
+            return Answer(result: try await prepared.run(on: connection, logger: logger))
+        case .unprepared(let query):
+            let result = try await connection.query(query, logger: logger).get()
+            let rows = try result.rows.map { row in SQLRow(try PostgresRandomAccessRow(row).map(Self.value)) }
+            return Answer(result: SQLResult(rows: rows, changed: result.metadata.rows ?? 0), command: result.metadata.command)
+        }
+    }
+
     /// Runs one statement and waits for it (and for the statements sent before it).
     @discardableResult
-    func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+    func execute(_ sql: String, _ binds: [SQLValue]) throws(StorageError) -> Answer {
         let answer = query(sql, binds)
         try confirmSent()
         return try wait(for: answer, of: sql)
@@ -174,9 +218,7 @@ final class PostgresTransaction: SQLTransaction {
     /// A statement's answer. A failure is thrown as `StorageError(.unavailable)`; if the database asked for a retry,
     /// the error is remembered so the storage can tell it escaped the body.
     @discardableResult
-    private func wait(for answer: EventLoopFuture<PostgresQueryResult>, of sql: String) throws(StorageError)
-        -> PostgresQueryResult
-    {
+    private func wait(for answer: EventLoopFuture<Answer>, of sql: String) throws(StorageError) -> Answer {
         do {
             let result = try answer.wait()
             confirmed += 1
