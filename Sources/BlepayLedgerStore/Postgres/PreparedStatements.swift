@@ -55,7 +55,7 @@ enum PreparedStatements {
         let word = String(decoding: head, as: UTF8.self).uppercased()
         if word == "SELECT " { return sql }
         guard word == "INSERT " || word == "UPDATE " || word == "DELETE ",
-            sql.utf8.firstRange(of: "RETURNING".utf8) == nil, sql.utf8.firstRange(of: ";".utf8) == nil
+            sql.uppercased().utf8.firstRange(of: "RETURNING".utf8) == nil, !sql.utf8.contains(UInt8(ascii: ";"))
         else { return nil }
         return sql + " RETURNING 1"
     }
@@ -82,9 +82,8 @@ enum PreparedStatements {
             _ statement: Statement, as _: Number.Type, on connection: PostgresConnection, logger: Logger
         ) async throws -> SQLResult {
             var rows: [SQLRow] = []
-            for try await row in try await connection.execute(Numbered<Number>(bindings: statement.bindings), logger: logger) {
-                rows.append(row)
-            }
+            let answer = try await connection.execute(Numbered<Number>(bindings: statement.bindings), logger: logger)
+            for try await row in answer { rows.append(row) }
             return SQLResult(rows: rows, changed: rows.count)
         }
     }
@@ -96,8 +95,13 @@ enum PreparedStatements {
         return number % 2 == 0 ? twice(half) : twicePlusOne(half)
     }
 
-    private static func twice<Half: StatementNumber>(_: Half.Type) -> any StatementNumber.Type { Twice<Half>.self }
-    private static func twicePlusOne<Half: StatementNumber>(_: Half.Type) -> any StatementNumber.Type { TwicePlusOne<Half>.self }
+    private static func twice<Half: StatementNumber>(_: Half.Type) -> any StatementNumber.Type {
+        Twice<Half>.self
+    }
+
+    private static func twicePlusOne<Half: StatementNumber>(_: Half.Type) -> any StatementNumber.Type {
+        TwicePlusOne<Half>.self
+    }
 }
 
 /// A number as a type, in binary digits (`Zero`, `Twice<…>`, `TwicePlusOne<…>`), so that the same number is
