@@ -167,8 +167,8 @@ struct LedgerAPI: Sendable {
             caller = .enrolling(try operations.enrollmentToken(tx, token, at: now))
         case .device, .deviceOrAdmin:
             guard let id = head.device else { throw APIError.unauthenticated }
-            // The screen checked the nonce with the device as it knew it: spent with the device's read, in one round
-            // trip, and checked again once the device is read (the whole transaction is undone if it fails).
+            // The screen checked the nonce with the device as it knew it: spent with the device's read, in one wait,
+            // and checked again once the device is read (the whole transaction is undone if it fails).
             let known = try operations.device(tx, id: id)
             let spent = try head.nonce.map { nonce in try operations.spendNonce(tx, device: id, nonce: nonce, at: now) }
             guard let device = try known.get() else { throw APIError.unauthenticated }
