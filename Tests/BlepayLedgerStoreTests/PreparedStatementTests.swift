@@ -51,6 +51,9 @@ extension StorageTests {
             // Run twice on this connection, prepared once.
             #expect(prepared.filter { $0 == "SELECT id, i, s FROM items WHERE id >= $1 ORDER BY id" }.count == 1)
             #expect(prepared.contains("UPDATE items SET i = i + 1 WHERE i >= $1 RETURNING 1"))
+            // A write that changes many rows is counted like one that changes one.
+            #expect(try await storage.write { tx in try tx.run("DELETE FROM items WHERE i >= ?", [.integer(21)]) } == 2)
+            #expect(try await ids(storage) == [1])
         }
     }
 }

@@ -37,7 +37,8 @@ enum PreparedStatements {
                 registry.entries[key] = .some(nil)
                 return nil
             }
-            let number = Statement.Number(value: registry.texts.count, type: numberType(registry.texts.count))
+            let number = Statement.Number(
+                value: registry.texts.count, type: numberType(registry.texts.count), counts: prepared != sql)
             registry.texts.append(PostgresTransaction.numberedPlaceholders(prepared))
             registry.entries[key] = number
             return number
@@ -67,6 +68,8 @@ enum PreparedStatements {
         struct Number: Sendable {
             let value: Int
             fileprivate let type: any StatementNumber.Type
+            /// A write's rows are only counted: a DELETE of old rows may return millions.
+            let counts: Bool
         }
 
         let number: Number
@@ -81,8 +84,13 @@ enum PreparedStatements {
         private static func run<Number: StatementNumber>(
             _ statement: Statement, as _: Number.Type, on connection: PostgresConnection, logger: Logger
         ) async throws -> SQLResult {
-            var rows: [SQLRow] = []
             let answer = try await connection.execute(Numbered<Number>(bindings: statement.bindings), logger: logger)
+            guard !statement.number.counts else {
+                var changed = 0
+                for try await _ in answer { changed += 1 }
+                return SQLResult(rows: [], changed: changed)
+            }
+            var rows: [SQLRow] = []
             for try await row in answer { rows.append(row) }
             return SQLResult(rows: rows, changed: rows.count)
         }
