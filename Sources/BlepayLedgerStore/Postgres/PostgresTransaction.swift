@@ -202,7 +202,7 @@ final class PostgresTransaction: SQLTransaction {
             return Answer(result: try await prepared.run(on: connection, logger: logger))
         case .unprepared(let query):
             let result = try await connection.query(query, logger: logger).get()
-            let rows = try result.rows.map { row in SQLRow(try PostgresRandomAccessRow(row).map(Self.value)) }
+            let rows = try result.rows.map(Self.row)
             return Answer(result: SQLResult(rows: rows, changed: result.metadata.rows ?? 0), command: result.metadata.command)
         }
     }
@@ -262,6 +262,11 @@ final class PostgresTransaction: SQLTransaction {
             }
         }
         return String(decoding: result, as: UTF8.self)
+    }
+
+    /// A row as its cells' values, prepared or not.
+    static func row(_ row: PostgresRow) throws -> SQLRow {
+        SQLRow(try PostgresRandomAccessRow(row).map(value))
     }
 
     /// A cell as the value it was written as: 64-bit (or smaller) integers, text, bytes, or NULL. Integral

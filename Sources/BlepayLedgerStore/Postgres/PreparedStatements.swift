@@ -128,7 +128,5 @@ private struct Numbered<Number: StatementNumber>: PostgresPreparedStatement {
     static var sql: String { PreparedStatements.sql(Number.value) }
     let bindings: PostgresBindings
     func makeBindings() -> PostgresBindings { bindings }
-    func decodeRow(_ row: PostgresRow) throws -> SQLRow {
-        SQLRow(try PostgresRandomAccessRow(row).map(PostgresTransaction.value))
-    }
+    func decodeRow(_ row: PostgresRow) throws -> SQLRow { try PostgresTransaction.row(row) }
 }

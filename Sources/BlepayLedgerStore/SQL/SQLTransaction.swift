@@ -81,8 +81,8 @@ public protocol SQLTransaction {
     var dialect: SQLDialect { get }
     /// Sends a statement and returns its answer unread. PostgreSQL runs a connection's statements in order, so
     /// statements sent before any answer is read share one wait of the transaction's thread: an operation sends the
-    /// reads that do not depend on one another, then reads them. A write whose answer nothing reads costs no wait of its own; its
-    /// failure is thrown by the next answer read, or by the commit. SQLite runs the statement at once.
+    /// reads that do not depend on one another, then reads them. A write whose answer nothing reads costs no wait of
+    /// its own; its failure is thrown by the next answer read, or by the commit. SQLite runs the statement at once.
     @discardableResult
     func send(_ sql: String, _ binds: [SQLValue]) throws -> Pending<SQLResult>
     /// Runs `body` in a savepoint: if it throws, what it did is undone and the transaction goes on.
