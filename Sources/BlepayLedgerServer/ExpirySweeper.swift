@@ -34,6 +34,7 @@ struct ExpirySweeper: Service, CustomStringConvertible {
     /// Returns once cancelled (at shutdown): a sleep cut short is the normal way out, not a failure.
     private func sweep() async {
         while !Task.isCancelled {
+            let seen = await watch.changes
             switch await pass() {
             case .swept:
                 try? await Task.sleep(for: interval)
@@ -41,7 +42,7 @@ struct ExpirySweeper: Service, CustomStringConvertible {
                 let now = clock()
                 let until = deadline.map { Self.duration(from: now, to: $0) } ?? longestSleep
                 // Woken by a change: let further changes gather for an interval, then look again.
-                if await watch.nextChange(before: .now + min(until, longestSleep), polling: false) {
+                if await watch.nextChange(after: seen, before: .now + min(until, longestSleep), polling: false) {
                     try? await Task.sleep(for: interval)
                 }
             }

@@ -85,6 +85,7 @@ struct LedgerAPI: Sendable {
         let wait = asked.isNaN ? 0 : min(max(asked, 0), 10)
         do {
             _ = try await screen(head, body: [], access: .device)
+            var seen = await watch.changes
             let (principal, first) = try await storage.write { tx in
                 let call = try self.authenticate(head, body: [], parameters: [:], access: .device, tx)
                 return (call.principal, try self.operations.payment(tx, id: id, merchant: merchant, for: call.principal))
@@ -94,7 +95,8 @@ struct LedgerAPI: Sendable {
                 ?? payment.status
             let deadline = ContinuousClock.now + .milliseconds(Int(wait * 1000))
             while payment.status == baseline, ContinuousClock.now < deadline {
-                await watch.nextChange(before: deadline)
+                await watch.nextChange(after: seen, before: deadline)
+                seen = await watch.changes
                 payment = try await storage.read { tx in try self.operations.payment(tx, id: id, merchant: merchant, for: principal) }
             }
             return Self.response(Answer(status: 200, body: try Self.encode(payment)))
