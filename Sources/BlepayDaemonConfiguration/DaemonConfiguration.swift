@@ -34,8 +34,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// ledger rotates its key: its successor is added before it signs, its predecessor kept while what it signed is
     /// still in use.
     public var ledgerPublicKeys: [Key32] = []
-    /// Customer: how often the ledger is probed, in seconds; what decides whether an offline request is executed
-    /// here or paid under a pre-authorization, and what the advertisement says.
+    /// Customer: how often the ledger is probed once found unreachable (while reachable, a standing call stands in),
+    /// and what waits sent, in seconds; reachability decides whether an offline request is executed here or paid
+    /// under a pre-authorization, and what the advertisement says.
     public var ledgerProbeSeconds = 10
     /// The account's enrollment token, used once to register this device; relative to the state directory.
     public var enrollmentTokenFile = "enrollment.token"
@@ -72,7 +73,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         public var maximumPendingPerVoucher = 10_000
         /// How old the ledger's deny list may be for vouchers to be taken.
         public var maximumDenyListHours = 24
-        /// How often waiting payments are sent to the ledger, or the ledger is probed.
+        /// How often waiting payments are sent to the ledger, and the ledger probed while it cannot be reached.
         public var settleIntervalSeconds = 10
     }
 

@@ -158,6 +158,13 @@ extension LedgerClient {
         return certificate
     }
 
+    /// Where what this device follows stands (`GET /v1/changes`): answered at once if that no longer matches
+    /// `token`, else held until it does or `wait` seconds pass. Tried once, for at most `wait` + 15 s.
+    public func changes(after token: String?, wait seconds: Int) async throws(LedgerClientError) -> LedgerChanges {
+        try await once(timeoutSeconds: Int64(seconds) + 15)
+            .get("/v1/changes?wait=\(seconds)" + (token.map { "&after=\(Self.queryValue($0))" } ?? ""))
+    }
+
     /// The ledger-signed deny list as the ledger answered it; the caller verifies it with its trusted ledger keys
     /// (`DenyList.verify`) before relying on it.
     public func denyList() async throws(LedgerClientError) -> DenyList {

@@ -52,7 +52,7 @@ public struct LedgerClient: Sendable {
     /// `keys` is where POSTs keep their idempotency keys; without it each POST gets a key in memory only. `trust`
     /// says which certificates an `https://` ledger may present.
     public init(baseURL: String, credentials: Credentials, keys: IdempotencyKeyStore? = nil, retry: RetryPolicy = .init(),
-        trust: LedgerTrust = .init(), http: HTTPClient = .shared, logger: Logger)
+        trust: LedgerTrust = .init(), http: HTTPClient = LedgerClient.loopback, logger: Logger)
     {
         let baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let url = URL(string: baseURL)
@@ -75,6 +75,16 @@ public struct LedgerClient: Sendable {
         self.host = host
         self.logger = logger
     }
+
+    /// What carries requests to a loopback `http://` ledger by default. A refused connection fails the request at
+    /// once, for the client's own retry policy to decide on, rather than being retried by the pool until the request's
+    /// deadline (minutes away for a standing call): a stopped ledger is noticed as it stops. No redirect is followed.
+    public static let loopback: HTTPClient = {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3)), decompression: .disabled)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// A client of the same ledger with other credentials.
     public func with(_ credentials: Credentials) -> LedgerClient {

@@ -81,7 +81,12 @@ final class LedgerTransport: Sendable {
         written.futureResult.whenFailure { _ in answer.fail(ConnectionClosedUnanswered()) }
         channel.writeAndFlush(LedgerExchange(head: head, body: body, answer: answer), promise: written)
         do {
-            let received = try await answer.futureResult.get()
+            // A cancelled caller (a daemon stopping while its standing call is held) closes the connection.
+            let received = try await withTaskCancellationHandler {
+                try await answer.futureResult.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
             if received.keepAlive { keep(channel) } else { channel.close(promise: nil) }
             return (received.status, received.body)
         } catch where NIODeadline.now() >= deadline && !(error is LedgerClientError) {
@@ -105,6 +110,12 @@ final class LedgerTransport: Sendable {
         do {
             channel = try await ClientBootstrap(group: loop)
                 .connectTimeout(timeout)
+                // A daemon's standing call sends nothing for minutes: the kernel's probes, not a timer of the
+                // daemon's, find a ledger that went away without closing (a cut link) within some 25 s.
+                .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+                .channelOption(ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPIDLE)), value: 10)
+                .channelOption(ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPINTVL)), value: 5)
+                .channelOption(ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPCNT)), value: 3)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations

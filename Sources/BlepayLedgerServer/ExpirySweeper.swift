@@ -14,7 +14,7 @@ struct ExpirySweeper: Service, CustomStringConvertible {
     var description: String { "ExpirySweeper" }
     let storage: any LedgerStorage
     let operations: LedgerOperations
-    let watch: PaymentWatch
+    let watch: ChangeWatch
     /// The shortest time between two sweeps, or two reads of the next deadline after changes.
     let interval: Duration
     var longestSleep: Duration = .seconds(60)

@@ -18,7 +18,7 @@ struct LedgerAPI: Sendable {
     let storage: any LedgerStorage
     let operations: LedgerOperations
     let adminTokenHash: SHA256Digest
-    let watch: PaymentWatch
+    let watch: ChangeWatch
     let clock: @Sendable () -> Timestamp
     let logger: Logger
     let metrics: LedgerMetrics
@@ -153,7 +153,7 @@ struct LedgerAPI: Sendable {
         }
     }
 
-    private func authenticate(_ head: Head, body: [UInt8], parameters: [String: String], access: Access,
+    func authenticate(_ head: Head, body: [UInt8], parameters: [String: String], access: Access,
         _ tx: any SQLTransaction) throws -> Call
     {
         let now = clock()
@@ -189,7 +189,7 @@ struct LedgerAPI: Sendable {
         return Call(caller: caller, body: body, parameters: parameters, queries: head.queries, now: now)
     }
 
-    private func failure(_ error: any Error, _ head: Head) -> APIError {
+    func failure(_ error: any Error, _ head: Head) -> APIError {
         if let refusal = APIError(refusal: error) { return refusal }
         if let error = error as? StorageError {
             logger.error("storage failed", metadata: ["method": "\(head.method)", "path": "\(head.path)", "error": "\(error)"])

@@ -44,7 +44,7 @@ public struct LedgerServer: Sendable {
         operations.preAuthorizationGraceMilliseconds = UInt64(configuration.preAuthorizationGraceSeconds) * 1000
         operations.enrollmentTokenLifetimeMilliseconds = UInt64(configuration.enrollmentTokenLifetimeHours) * 3_600_000
         // Another ledger process may change a shared database; this one alone writes its SQLite file.
-        let watch = PaymentWatch(pollInterval: storage.dialect == .postgres ? .milliseconds(250) : nil)
+        let watch = ChangeWatch(pollInterval: storage.dialect == .postgres ? .milliseconds(250) : nil)
         self.configuration = configuration
         self.storage = storage
         metrics = PrometheusCollectorRegistry()

@@ -134,6 +134,7 @@ extension LedgerAPI {
             try operations.renewCertificate(tx, device: try call.device, at: call.now)
         }
         route(router, .get, "/v1/deny-list", .device) { call, tx in try operations.denyList(tx, at: call.now) }
+        router.get("/v1/changes") { request, _ in await self.changes(request) }
         return router
     }
 

@@ -11,18 +11,21 @@ import Testing
         ledger: LedgerClient(baseURL: "http://127.0.0.1:9", credentials: .none, logger: testLogger), logger: testLogger,
         meaning: (reachable: "reachable", unreachable: "unreachable"))
 
-    /// Each settlement round probed the ledger beside the customer's own probe and the deny list's fetch (three
-    /// calls where one said it all): a round now asks only when no call got an answer within its interval.
-    @Test func aRecentAnswerStandsInForAProbe() async {
-        reachability.record(true)
-        #expect(await reachability.probe(unlessAnsweredWithin: .seconds(60)))
-        #expect(reachability.isReachable)
-        // Older than the window: asked, and not answered.
-        #expect(await !reachability.probe(unlessAnsweredWithin: .zero))
-        // A call that was not answered is no answer: the next round asks again.
-        reachability.record(true)
+    /// What follows the ledger's reach (the advertisement, the standing call, the settlement rounds) hears of each
+    /// change, every follower alike.
+    @Test func everyFollowerHearsOfEachChange() async {
+        let followers = [reachability.changes(), reachability.changes()]
         reachability.record(false)
-        #expect(await !reachability.probe(unlessAnsweredWithin: .seconds(60)))
+        for follower in followers {
+            var iterator = follower.makeAsyncIterator()
+            #expect(await iterator.next() == false)
+        }
+        reachability.record(false)
+        reachability.record(true)
+        for follower in followers {
+            var iterator = follower.makeAsyncIterator()
+            #expect(await iterator.next() == true)
+        }
     }
 
     /// Every daemon probes the ledger every few seconds, and each probe took the ledger's one write transaction (as

@@ -16,7 +16,7 @@ import Testing
     }
 
     func sweeper(_ storage: any LedgerStorage, _ operations: LedgerOperations, _ clock: TestClock) -> ExpirySweeper {
-        ExpirySweeper(storage: storage, operations: operations, watch: PaymentWatch(pollInterval: nil), interval: .seconds(1),
+        ExpirySweeper(storage: storage, operations: operations, watch: ChangeWatch(pollInterval: nil), interval: .seconds(1),
             clock: { clock.now }, logger: testLogger)
     }
 

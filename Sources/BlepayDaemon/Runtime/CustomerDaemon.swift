@@ -33,8 +33,6 @@ public enum CustomerDaemon {
         let renewal = VoucherAutoRenew.Settings(context.configuration.vouchers).map {
             VoucherAutoRenew(settings: $0, vouchers: vouchers, clock: context.clock, logger: context.logger)
         }
-        // The probes that reached the ledger, for the renewal; one waiting is enough.
-        let (reaching, reached) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // The signed pairs this customer paid under a voucher, settled by it too if its business does not get there
         // first: no device holds the only copy.
         // With them, the ledger's deny list: a revoked or blocked merchant is refused offline too.
@@ -71,17 +69,19 @@ public enum CustomerDaemon {
                 working: "receiving payments on \(context.configuration.adapter)", logger: context.logger),
             history.retention(days: context.configuration.historyRetentionDays),
             // What the advertisement says, and who pays an offline business's request, follow the ledger's reach.
-            ProbeService(interval: .seconds(context.configuration.ledgerProbeSeconds)) {
-                if await reachability.probe() { reached.yield() }
+            LinkService(name: "AdvertisementService") {
+                let changes = reachability.changes()
                 advertise()
+                for await _ in changes { advertise() }
             },
-            // Vouchers are renewed, and refunds learnt, beside the probes, not in them: an obtain the ledger is slow to
-            // answer must not hold back what the advertisement says. One at a time, and one obtained is advertised
-            // at once.
+            // At each answer to the standing call (`SettlementService`), vouchers are renewed when due, refunds learnt,
+            // and what the advertisement says is looked at again (a voucher may have expired). One at a time, and one
+            // obtained is advertised at once.
             LinkService(name: "LedgerContactService") {
-                for await _ in reaching {
+                for await _ in settlement.ledgerAnswers {
                     if case .obtained? = await renewal?.renewIfDue() { advertise() }
                     await refunds.poll()
+                    advertise()
                 }
             },
             // Its verdicts are signalled by the control API, as the business's are.

@@ -15,7 +15,7 @@ public struct DenyListRefresh: Sendable {
     let maximumAgeMilliseconds: UInt64
     let clock: @Sendable () -> Timestamp
     let logger: Logger
-    /// The least time between two fetches: each settlement round may ask, but a customer needs far fewer.
+    /// The least time between two fetches the ledger did not ask for: each answer to the standing call may ask.
     let minimumInterval: Duration
     private let lastFetch = LastFetch()
 
@@ -54,12 +54,12 @@ public struct DenyListRefresh: Sendable {
         last.map { now - $0 >= minimumInterval } ?? true
     }
 
-    /// Asks the ledger for its list if due, and tells `reachability` whether it answered; returns the list once
-    /// kept, if it is newer than the one kept.
-    func refresh(reporting reachability: LedgerReachability? = nil) async -> DenyList? {
+    /// Asks the ledger for its list (if due, unless the ledger said it changed), and tells `reachability` whether it
+    /// answered; returns the list once kept, if it is newer than the one kept.
+    func refresh(reporting reachability: LedgerReachability? = nil, whetherDue: Bool = true) async -> DenyList? {
         let now = ContinuousClock.now
         let due = lastFetch.instant.withLock { last in
-            guard isDue(after: last, at: now) else { return false }
+            guard !whetherDue || isDue(after: last, at: now) else { return false }
             last = now
             return true
         }

@@ -5,12 +5,12 @@ import Synchronization
 /// Whether the ledger can be reached now: what the last call to it said, or a probe (`GET /v1/ledger-key`). Only an
 /// answer that never came counts as unreachable; a refusal is an answer. A probe is tried once, for at most 3 s: a
 /// ledger that has gone away is noticed in seconds, not after a payment call's retries. Each change is logged once,
-/// with what it means for this daemon's payments.
+/// with what it means for this daemon's payments, and told to whoever follows `changes()`.
 public final class LedgerReachability: Sendable {
     private let ledger: LedgerClient
     private let reachable = Mutex(true)
-    /// When a call to the ledger last got an answer.
-    private let answered = Mutex<ContinuousClock.Instant?>(nil)
+    private let followers = Mutex<[Int: AsyncStream<Bool>.Continuation]>([:])
+    private let nextFollower = Atomic<Int>(0)
     private let logger: Logger
     private let meaning: (reachable: String, unreachable: String)
     private let metrics: DaemonMetrics?
@@ -39,20 +39,21 @@ public final class LedgerReachability: Sendable {
         return isReachable
     }
 
-    /// Probes unless a call got an answer within `recent`: a daemon that asks the ledger on several schedules (its
-    /// advertisement, its settlement rounds, its deny list) needs no probe beside an answer it just had.
-    @discardableResult
-    public func probe(unlessAnsweredWithin recent: Duration) async -> Bool {
-        if let last = answered.withLock({ $0 }), ContinuousClock.now - last < recent { return isReachable }
-        return await probe()
+    /// Each change of `isReachable` from now on (only the latest, if several come before it is read).
+    public func changes() -> AsyncStream<Bool> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let id = nextFollower.add(1, ordering: .relaxed).newValue
+        followers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.followers.withLock { $0.removeValue(forKey: id) } }
+        return stream
     }
 
     /// What a call to the ledger just showed.
     public func record(_ now: Bool) {
-        answered.withLock { $0 = now ? .now : nil }
         let before = reachable.withLock { state in defer { state = now }; return state }
         metrics?.ledgerReachable(now)
         guard before != now else { return }
+        for follower in followers.withLock({ Array($0.values) }) { follower.yield(now) }
         // Losing the ledger is what an operator looks into; its return is news only.
         if now { logger.notice("\(meaning.reachable)") } else { logger.warning("\(meaning.unreachable)") }
     }

@@ -10,11 +10,13 @@ import Synchronization
 /// Payments taken offline, from acceptance to the ledger's verdict: on the business, each is kept in the state file
 /// under the merchant's limits before the customer hears it finished (`OfflineQueue`); on the customer, each its
 /// business kept, as its own copy. Then they are settled in batches whenever the ledger can be reached (the ledger
-/// pays each once, whichever side comes first). Whether it can is what the last call to it said, or a probe when
-/// nothing waits; each new request of a business is signed as online or offline from that.
+/// pays each once, whichever side comes first). Whether it can is what the last call to it said; while it can, the
+/// daemon's standing call (`LedgerContact`) stands in for polling it. Each new request of a business is signed as
+/// online or offline from that. Rounds run when asked, when the ledger is found back, and every `interval` only
+/// while something waits: with nothing waiting and the ledger there, nothing wakes.
 public final class OfflineSettlement: OfflineQueue, Sendable {
     public struct Settings: Sendable {
-        /// How often what waits is sent, or the ledger probed.
+        /// How often what waits is sent, and the ledger probed while it cannot be reached.
         public var interval: Duration
         public var limits: SettlementQueue.Limits
 
@@ -33,6 +35,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     private let denyList: DenyListRefresh?
     private let denyLists = AsyncStream<DenyList>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let rounds = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    private let contacts = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     private let deadlines = Mutex(SettlementDeadlines())
     private let metrics: DaemonMetrics?
     private let continuation: AsyncStream<BusinessEvent>.Continuation
@@ -60,6 +63,10 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
 
     /// The ledger's deny lists, as each newer one is kept (the one kept from before first).
     public var newDenyLists: AsyncStream<DenyList> { denyLists.stream }
+
+    /// Each answer to the standing call (only the latest, if several come before it is read): when what else a daemon
+    /// asks the ledger for (refunds, voucher renewals) may have changed.
+    public var ledgerAnswers: AsyncStream<Void> { contacts.stream }
 
     /// Whether the ledger answered the last call to it.
     public var ledgerReachable: Bool { reachability.isReachable }
@@ -111,26 +118,49 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
     /// Asks for a round now rather than at the next interval.
     public func settleNow() { rounds.continuation.yield() }
 
-    /// Until cancelled: a round at every interval, and whenever `settleNow` asks.
+    /// Until cancelled: the standing call at the ledger, and a round now, whenever `settleNow` asks or the ledger is
+    /// found back, and after `interval` while something waits.
     public func run() async {
         if let kept = denyList?.kept() { denyLists.continuation.yield(kept) }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [rounds, interval = settings.interval] in
-                while (try? await Task.sleep(for: interval)) != nil { rounds.continuation.yield() }
-            }
-            rounds.continuation.yield()
-            for await _ in rounds.stream {
-                if Task.isCancelled { break }
-                await round()
-            }
-            group.cancelAll()
+        let found = reachability.changes()
+        let contact = LedgerContact(ledger: ledger, reachability: reachability, retry: settings.interval, logger: logger)
+        await withDiscardingTaskGroup { group in
+            group.addTask { await contact.run { changed in await self.answered(changed) } }
+            group.addTask { for await now in found where now { self.settleNow() } }
+            group.addTask { await self.settleInRounds() }
         }
         continuation.finish()
         denyLists.continuation.finish()
+        contacts.continuation.finish()
     }
 
-    /// Sends batch after batch until none waits or the ledger cannot be reached; with none waiting, probes it. With
-    /// the ledger there, the deny list is refreshed too. Then what still waits is checked against its deadline.
+    private func settleInRounds() async {
+        var next: Task<Void, Never>?
+        rounds.continuation.yield()
+        for await _ in rounds.stream {
+            next?.cancel()
+            if Task.isCancelled { break }
+            await round()
+            guard (try? queue.summary().count) != 0 else { continue }
+            next = Task { [rounds, interval = settings.interval] in
+                if (try? await Task.sleep(for: interval)) != nil { rounds.continuation.yield() }
+            }
+        }
+        next?.cancel()
+    }
+
+    /// After each answer to the standing call: the deny list is fetched when it changed, or when due.
+    private func answered(_ changed: Bool) async {
+        if let denyList, changed || denyList.isDue,
+            let list = await denyList.refresh(reporting: reachability, whetherDue: !changed)
+        {
+            denyLists.continuation.yield(list)
+        }
+        contacts.continuation.yield()
+    }
+
+    /// Sends batch after batch until none waits or the ledger cannot be reached. Then what still waits is checked
+    /// against its deadline.
     func round() async {
         await settle()
         if let metrics, let waiting = try? queue.summary() {
@@ -146,19 +176,8 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
 
     private func settle() async {
         do {
-            var sent = false
             while let batch = try queue.batch(at: clock()) {
-                sent = true
                 guard await send(batch) else { return }
-            }
-            // One call a round when nothing waits: the deny list's fetch when it is due and the ledger answered last
-            // (the fetch says whether it still does), else a probe, and none if another call got an answer within
-            // the interval. A ledger found unreachable is probed: only a probe finds it back.
-            if !sent, !(reachability.isReachable && denyList?.isDue == true) {
-                await reachability.probe(unlessAnsweredWithin: settings.interval)
-            }
-            if reachability.isReachable, let list = await denyList?.refresh(reporting: reachability) {
-                denyLists.continuation.yield(list)
             }
         } catch {
             logger.error("the settlement queue failed", metadata: ["error": "\(error)"])

@@ -64,3 +64,11 @@ public struct DenyListResource: Codable, Sendable, Hashable {
         keyId = list.ledgerKeyID.description
     }
 }
+
+/// `GET /v1/changes`: where what a device follows stands at the ledger (the deny list, the refunds of its payments).
+/// The token is opaque: a device compares it with the one it last had, and asks again with it to wait for the next.
+public struct LedgerChanges: Codable, Sendable, Hashable {
+    public let token: String
+
+    public init(token: String) { self.token = token }
+}

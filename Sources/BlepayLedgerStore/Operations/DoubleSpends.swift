@@ -61,6 +61,17 @@ extension LedgerOperations {
 
     /// The signed deny list as of `now`: vouchers voided and not yet released, and blocked device keys.
     public func denyList(_ tx: any SQLTransaction, at now: Timestamp) throws -> DenyListResource {
+        let (vouchers, keys) = try denied(tx)
+        let list: DenyList
+        do {
+            list = try DenyList(issuedAt: now, voidedVouchers: vouchers, blockedKeys: keys,
+                ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned).signed(by: ledgerKey)
+        } catch { throw StorageError(.corrupt, "the deny list: \(error)") }
+        return DenyListResource(list, base64: Data(list.encoded).base64EncodedString())
+    }
+
+    /// What the deny list holds: the vouchers voided and not released, and the blocked device keys (a key may repeat).
+    func denied(_ tx: any SQLTransaction) throws -> (vouchers: [FixedBytes<Bytes8>], keys: [Key32]) {
         let vouchers = try tx.rows("SELECT id FROM pre_authorizations WHERE state = 'voided' AND released_at IS NULL", [])
             .map { row in
                 guard let bytes = Hex.decode(try row.text(0), limit: 8), let id = try? FixedBytes<Bytes8>(bytes) else {
@@ -73,13 +84,7 @@ extension LedgerOperations {
             return key
         }
         // Repeats are dropped by the list itself.
-        let keys = doubleSpenders + (try deniedDeviceKeys(tx))
-        let list: DenyList
-        do {
-            list = try DenyList(issuedAt: now, voidedVouchers: vouchers, blockedKeys: keys,
-                ledgerKeyID: TrustedLedgerKeys.keyID(of: ledgerKey.publicKey), signature: .unsigned).signed(by: ledgerKey)
-        } catch { throw StorageError(.corrupt, "the deny list: \(error)") }
-        return DenyListResource(list, base64: Data(list.encoded).base64EncodedString())
+        return (vouchers, doubleSpenders + (try deniedDeviceKeys(tx)))
     }
 
     /// Every proof must stand on its own (both acceptances signed by the voucher's device key, presenting the voucher,

@@ -1,11 +1,12 @@
 import Foundation
 
-/// Wakes long-polling status reads and the expiry sweeper. A change committed by this process wakes them at once.
+/// Wakes long-polling status reads, devices' standing calls (`GET /v1/changes`) and the expiry sweeper: every write a
+/// request of this process commits wakes them at once.
 /// With `pollInterval` (a database other ledger processes write too), a waiting status read also looks again at
 /// each poll, to see their changes; with nil (this process is the only writer), waits end only on a change or
 /// their deadline. A waiter takes `changes` before it reads what it waits on, so a change committed between its
 /// read and its wait is not lost.
-actor PaymentWatch {
+actor ChangeWatch {
     private var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
     /// How many changes there have been.
     private(set) var changes = 0

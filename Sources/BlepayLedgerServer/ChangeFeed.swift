@@ -1,0 +1,58 @@
+import BlepayLedger
+import BlepayLedgerStore
+import Hummingbird
+import ServiceLifecycle
+
+/// `GET /v1/changes`: a device's standing call. It answers at once when what the device follows (the deny list, the
+/// refunds of its payments) no longer matches the token it gives, else holds the answer until it does or `wait`
+/// seconds pass. A daemon keeps one such call open instead of polling: while nothing changes, neither side wakes,
+/// and a ledger that goes away ends the call (a shutdown answers it at once).
+extension LedgerAPI {
+    /// The longest a call may ask to be held.
+    static let longestChangeWait = 300
+    /// While writes keep coming, a held call reads again at most this often: under a stream of payments each device
+    /// costs a read a second, not one a payment.
+    static let changeReadInterval: Duration = .seconds(1)
+    /// How often a held call reads again when other ledger processes write the same database (PostgreSQL), whose
+    /// changes wake nothing here.
+    static let sharedDatabaseChangePoll: Duration = .seconds(5)
+
+    func changes(_ request: Request) async -> Response {
+        let head = Head(request)
+        do {
+            let wait = try Self.changeWait(request.uri.queryParameters.get("wait").map { String($0) })
+            let after = request.uri.queryParameters.get("after").map { String($0) }
+            _ = try await screen(head, body: [], access: .device)
+            var seen = await watch.changes
+            let (device, first) = try await storage.write { tx in
+                let device = try self.authenticate(head, body: [], parameters: [:], access: .device, tx).device
+                return (device, try self.operations.changes(tx, for: device))
+            }
+            var current = first
+            var read = ContinuousClock.now
+            let deadline = read + .seconds(wait)
+            while current.token == after, ContinuousClock.now < deadline, !Task.isShuttingDownGracefully {
+                let wake = watch.pollInterval == nil ? deadline : min(deadline, .now + Self.sharedDatabaseChangePoll)
+                await cancelWhenGracefulShutdown { [watch, seen, read] in
+                    await watch.nextChange(after: seen, before: wake, polling: false)
+                    try? await Task.sleep(until: min(read + Self.changeReadInterval, deadline))
+                }
+                seen = await watch.changes
+                read = .now
+                current = try await storage.read { tx in try self.operations.changes(tx, for: device) }
+            }
+            return Self.response(Answer(status: 200, body: try Self.encode(current)))
+        } catch {
+            return Self.response(failure(error, head))
+        }
+    }
+
+    /// `wait`: whole seconds, 0 (the default) to `longestChangeWait`.
+    static func changeWait(_ text: String?) throws(APIError) -> Int {
+        guard let text else { return 0 }
+        guard let seconds = Int(text), (0...longestChangeWait).contains(seconds) else {
+            throw APIError.invalid("wait", "out-of-range", "wait is 0 to \(longestChangeWait) seconds")
+        }
+        return seconds
+    }
+}
