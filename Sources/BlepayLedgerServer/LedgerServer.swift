@@ -66,7 +66,7 @@ public struct LedgerServer: Sendable {
     /// The HTTP application, HTTPS with `[tls]`; `onRunning` gets the bound port (useful with port 0). Throws a
     /// `ConfigurationError` naming `configurationFile` when the certificate or key file cannot be used.
     public func application(configurationFile: String, logger: Logger,
-        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some Service
     {
         var server = HTTPServerBuilder.http1(configuration: http1)
         if let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile {
@@ -74,10 +74,10 @@ public struct LedgerServer: Sendable {
                 keyPath: configuration.resolve(key), file: configurationFile, logger: logger)
             server = try .tls(.http1(configuration: http1), tlsConfiguration: credentials.serverConfiguration())
         }
-        return Application(router: api.routes(), server: server,
+        return LedgerHTTPService(server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "blepay-ledger",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections, logger: logger)),
-            services: [sweeper, keyReload],
+            responder: api.routes().buildResponder(), services: [sweeper, keyReload],
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
     }
