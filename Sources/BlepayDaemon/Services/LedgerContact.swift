@@ -31,11 +31,16 @@ struct LedgerContact: Sendable {
         var returned = returns.makeAsyncIterator()
         while !Task.isCancelled {
             do throws(LedgerClientError) {
+                let asked = ContinuousClock.now
                 let changes = try await ledger.changes(after: token, wait: wait)
                 reachability.record(true)
                 let changed = changes.token != token
                 token = changes.token
                 await answered(changed)
+                // Unchanged before its wait ended: a ledger that stops answers what it holds. Not asked again at once.
+                if !changed, ContinuousClock.now - asked < .seconds(wait - 1) {
+                    guard (try? await Task.sleep(for: retry)) != nil else { return }
+                }
             } catch where error.isUnavailable {
                 if Task.isCancelled { return }
                 reachability.record(false)
