@@ -2,11 +2,13 @@ import BlepayLedger
 import BlepayLedgerStore
 import Hummingbird
 import ServiceLifecycle
+import Synchronization
 
 /// `GET /v1/changes`: a device's standing call. It answers at once when what the device follows (the deny list, the
 /// refunds of its payments) no longer matches the token it gives, else holds the answer until it does or `wait`
 /// seconds pass. A daemon keeps one such call open instead of polling: while nothing changes, neither side wakes,
-/// and a ledger that goes away ends the call (a shutdown answers it at once).
+/// and a ledger that goes away ends the call (a shutdown answers it at once). A device holds at most
+/// `HeldCalls.perDevice` at a time; more are answered at once.
 extension LedgerAPI {
     /// The longest a call may ask to be held.
     static let longestChangeWait = 300
@@ -28,9 +30,11 @@ extension LedgerAPI {
                 let device = try self.authenticate(head, body: [], parameters: [:], access: .device, tx).device
                 return (device, try self.operations.changes(tx, for: device))
             }
+            let holds = wait > 0 && heldCalls.take(device.id)
+            defer { if holds { heldCalls.release(device.id) } }
             var current = first
             var read = ContinuousClock.now
-            let deadline = read + .seconds(wait)
+            let deadline = read + .seconds(holds ? wait : 0)
             while current.token == after, ContinuousClock.now < deadline, !Task.isShuttingDownGracefully {
                 let wake = watch.pollInterval == nil ? deadline : min(deadline, .now + Self.sharedDatabaseChangePoll)
                 await cancelWhenGracefulShutdown { [watch, seen, read] in
@@ -54,5 +58,29 @@ extension LedgerAPI {
             throw APIError.invalid("wait", "out-of-range", "wait is 0 to \(longestChangeWait) seconds")
         }
         return seconds
+    }
+}
+
+/// How many standing calls each device has held: a daemon holds one, and a few more are let through (a restart whose
+/// old call the ledger has not seen end yet). Beyond that a call is answered at once rather than held, so that no
+/// device can take the ledger's connections by holding calls.
+final class HeldCalls: Sendable {
+    static let perDevice = 4
+    private let held = Mutex<[String: Int]>([:])
+
+    /// Whether `device` may hold one more; if so, it is counted until `release`.
+    func take(_ device: String) -> Bool {
+        held.withLock { held in
+            guard held[device, default: 0] < Self.perDevice else { return false }
+            held[device, default: 0] += 1
+            return true
+        }
+    }
+
+    func release(_ device: String) {
+        held.withLock { held in
+            let left = held[device, default: 1] - 1
+            held[device] = left > 0 ? left : nil
+        }
     }
 }

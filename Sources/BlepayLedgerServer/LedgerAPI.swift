@@ -23,6 +23,7 @@ struct LedgerAPI: Sendable {
     let logger: Logger
     let metrics: LedgerMetrics
     let knownDevices = KnownDevices()
+    let heldCalls = HeldCalls()
     static let maximumBody = 1 << 20
 
     /// The answer to one request: a status and a JSON body.

@@ -58,6 +58,29 @@ import Testing
         }
     }
 
+    /// Each held call keeps a connection: a device may hold four at a time, and a fifth is answered at once, so that
+    /// no device can take the ledger's connections by holding calls.
+    @Test func aDeviceHoldsAtMostFourCalls() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 10_000)
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let first = try await cafe.client.changes(after: nil, wait: 0)
+            let held = (0..<4).map { _ in Task { try await cafe.client.changes(after: first.token, wait: 120) } }
+            try await Task.sleep(for: .seconds(1))
+            let started = ContinuousClock.now
+            #expect(try await cafe.client.changes(after: first.token, wait: 120) == first)
+            #expect(ContinuousClock.now - started < .seconds(60))
+            // Another device's call is held as ever; the four are answered when something changes.
+            let alicesFirst = try await alice.client.changes(after: nil, wait: 0)
+            async let alices = alice.client.changes(after: alicesFirst.token, wait: 120)
+            try await Task.sleep(for: .milliseconds(500))
+            _ = try await alice.client.voidPreAuthorization(voucher.voucher.voucherID.description)
+            for call in held { #expect(try await call.value != first) }
+            #expect(try await alices != alicesFirst)
+        }
+    }
+
     /// A ledger that stops answers the calls it holds rather than keeping its shutdown waiting on them.
     @Test func aStoppingLedgerAnswersTheCallsItHolds() async throws {
         let ledger = try await RunningLedger.start(.sqlite)
