@@ -114,7 +114,7 @@ enum PreparedStatements {
 
 /// A number as a type, in binary digits (`Zero`, `Twice<…>`, `TwicePlusOne<…>`), so that the same number is
 /// always the same type and each type names one statement.
-private protocol StatementNumber {
+private protocol StatementNumber: SendableMetatype {
     static var value: Int { get }
 }
 
