@@ -47,19 +47,16 @@ public struct DenyListRefresh: Sendable {
         }
     }
 
-    /// Whether `minimumInterval` has passed since the last fetch.
-    var isDue: Bool { lastFetch.instant.withLock { isDue(after: $0, at: .now) } }
-
     private func isDue(after last: ContinuousClock.Instant?, at now: ContinuousClock.Instant) -> Bool {
         last.map { now - $0 >= minimumInterval } ?? true
     }
 
-    /// Asks the ledger for its list (if due, unless the ledger said it changed), and tells `reachability` whether it
-    /// answered; returns the list once kept, if it is newer than the one kept.
-    func refresh(reporting reachability: LedgerReachability? = nil, whetherDue: Bool = true) async -> DenyList? {
+    /// Asks the ledger for its list if due (or, with `force`, because the ledger said it changed), and tells
+    /// `reachability` whether it answered; returns the list once kept, if it is newer than the one kept.
+    func refresh(reporting reachability: LedgerReachability? = nil, force: Bool = false) async -> DenyList? {
         let now = ContinuousClock.now
         let due = lastFetch.instant.withLock { last in
-            guard !whetherDue || isDue(after: last, at: now) else { return false }
+            guard force || isDue(after: last, at: now) else { return false }
             last = now
             return true
         }

@@ -151,9 +151,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
 
     /// After each answer to the standing call: the deny list is fetched when it changed, or when due.
     private func answered(_ changed: Bool) async {
-        if let denyList, changed || denyList.isDue,
-            let list = await denyList.refresh(reporting: reachability, whetherDue: !changed)
-        {
+        if let list = await denyList?.refresh(reporting: reachability, force: changed) {
             denyLists.continuation.yield(list)
         }
         contacts.continuation.yield()
