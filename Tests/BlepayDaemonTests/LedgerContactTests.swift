@@ -12,14 +12,8 @@ import TestSupport
     /// A business with nothing waiting asked the ledger at every settlement round (its deny list, or a probe), each
     /// call waking both: it now holds one call, which the ledger answers when the deny list changes.
     @Test func anIdleBusinessHoldsOneCallAndHearsOfAVoidedVoucherAtOnce() async throws {
-        let watched = Mutex<WatchedStorage?>(nil)
         // No expiry sweeps: they are the ledger's own writes.
-        let ledger = try await RunningLedger.start(.sqlite) { $0.expiryIntervalSeconds = 3600 } wrap: { storage in
-            let wrapper = WatchedStorage(storage)
-            watched.withLock { $0 = wrapper }
-            return wrapper
-        }
-        let storage = try #require(watched.withLock { $0 })
+        let (ledger, storage) = try await RunningLedger.watched(.sqlite) { $0.expiryIntervalSeconds = 3600 }
         let merchant = try await ledger.merchant()
         let customer = try await ledger.customer(balance: 10_000)
         let ledgerKey = try Key32(Hex.decode(try await ledger.admin.ledgerKey().publicKey, limit: 32) ?? [])

@@ -31,15 +31,9 @@ import Testing
     /// Every daemon probes the ledger every few seconds, and each probe took the ledger's one write transaction (as
     /// every request did), queueing behind payments: what anyone may read is now read in a read transaction.
     @Test func aProbeCostsTheLedgerNoWrite() async throws {
-        let watched = Mutex<WatchedStorage?>(nil)
         // No expiry sweeps during the test: they are the ledger's own writes.
-        let ledger = try await RunningLedger.start(.sqlite) { $0.expiryIntervalSeconds = 3600 } wrap: { storage in
-            let wrapper = WatchedStorage(storage)
-            watched.withLock { $0 = wrapper }
-            return wrapper
-        }
+        let (ledger, storage) = try await RunningLedger.watched(.sqlite) { $0.expiryIntervalSeconds = 3600 }
         let merchant = try await ledger.merchant()
-        let storage = try #require(watched.withLock { $0 })
         let probing = LedgerReachability(ledger: merchant.client, logger: testLogger, meaning: ("reachable", "unreachable"))
         let before = storage.writes.load(ordering: .relaxed)
         for _ in 0..<3 { #expect(await probing.probe()) }

@@ -44,18 +44,12 @@ import Testing
 
     @Test(arguments: StorageKind.allCases)
     func refusedCredentialsCostNoWriteTransaction(kind: StorageKind) async throws {
-        let watched = Mutex<WatchedStorage?>(nil)
         // No expiry sweeps during the test: they are the ledger's own writes.
-        let ledger = try await RunningLedger.start(kind) { $0.expiryIntervalSeconds = 3600 } wrap: { storage in
-            let wrapper = WatchedStorage(storage)
-            watched.withLock { $0 = wrapper }
-            return wrapper
-        }
+        let (ledger, storage) = try await RunningLedger.watched(kind) { $0.expiryIntervalSeconds = 3600 }
         defer { Task { try await ledger.stop() } }
         let merchant = try await ledger.merchant()
         let request = try ledger.request(by: merchant, amount: 500)
         let body = try JSONEncoder().encode(CreatePayment(request: Data(request.encoded).base64EncodedString()))
-        let storage = try #require(watched.withLock { $0 })
         let writesBefore = storage.writes.load(ordering: .relaxed)
         for attempt in 0..<10 {
             var forged = ledger.signed("POST", "/v1/payments", body: Array(body), device: merchant.device)

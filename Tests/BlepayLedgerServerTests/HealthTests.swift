@@ -10,13 +10,7 @@ import Testing
 @Suite struct HealthTests {
     @Test(arguments: StorageKind.allCases)
     func healthIsOkOnlyWhileTheDatabaseAnswers(kind: StorageKind) async throws {
-        let watched = Mutex<WatchedStorage?>(nil)
-        let ledger = try await RunningLedger.start(kind) { _ in } wrap: { storage in
-            let wrapper = WatchedStorage(storage)
-            watched.withLock { $0 = wrapper }
-            return wrapper
-        }
-        let storage = try #require(watched.withLock { $0 })
+        let (ledger, storage) = try await RunningLedger.watched(kind)
         do {
             let up = try await ledger.raw("GET", "/v1/health")
             #expect(up.status == 200 && up.body == Array(#"{"status":"ok"}"#.utf8))

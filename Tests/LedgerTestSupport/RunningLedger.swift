@@ -50,6 +50,21 @@ public final class RunningLedger: Sendable {
             adminToken: try LedgerServer.adminToken(configuration), trust: LedgerTrust(caFile: tls?.authority.caFile))
     }
 
+    /// A ledger over a `WatchedStorage`, returned beside it: to count its write transactions, or to take its
+    /// database away.
+    public static func watched(_ kind: StorageKind, configure: (inout LedgerConfiguration) -> Void = { _ in })
+        async throws -> (RunningLedger, WatchedStorage)
+    {
+        let watched = Mutex<WatchedStorage?>(nil)
+        let ledger = try await start(kind, configure: configure) { storage in
+            let wrapper = WatchedStorage(storage)
+            watched.withLock { $0 = wrapper }
+            return wrapper
+        }
+        guard let storage = watched.withLock({ $0 }) else { preconditionFailure("start wraps the storage it serves") }
+        return (ledger, storage)
+    }
+
     /// A server over `storage`, listening; the port it listens on.
     private static func serve(_ configuration: LedgerConfiguration, _ storage: any LedgerStorage) async throws
         -> (LedgerServer, Int, (group: ServiceGroup, task: Task<Void, any Error>))
