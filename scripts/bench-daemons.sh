@@ -70,4 +70,8 @@ for d in sorted(r["idle_cpu_percent"]):
     threads = r.get("idle_thread_wakeups_per_s", {}).get(d, {})
     if threads:
         print("bench: daemons %s idle wake-ups/s by thread: %s" % (d, ", ".join("%s %.1f" % item for item in threads.items())))
+signals = r.get("idle_signals_per_s", {})
+if signals:
+    print("bench: daemons idle, bluetoothd's signals/s by path and kind: %s"
+          % ", ".join("%s %.2f" % item for item in sorted(signals.items(), key=lambda item: -item[1])))
 PY

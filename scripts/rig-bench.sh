@@ -173,7 +173,30 @@ for d in "${daemons[@]}"; do
   before[$d]=$(cpu "$d")
   woken[$d]=$(switches "$d")
 done
+# What bluetoothd signals meanwhile, by adapter and kind: every daemon's D-Bus thread wakes for each signal it matches.
+dbus-monitor --system "type='signal',sender='org.bluez'" > "$out/idle-signals.txt" 2>&1 &
+monitor=$!
 sleep 30
+kill "$monitor" 2> /dev/null || true
+wait "$monitor" 2> /dev/null || true
+python3 - "$out/idle-signals.txt" <<'PY' | while read -r kind n; do record "idle_signals/$kind" "$(python3 -c "print($n / 30)")"; done
+import collections, re, sys
+# A signal's header names its path, interface and member; a PropertiesChanged's dict entries name its properties.
+counts, kind, entry = collections.Counter(), None, False
+for line in open(sys.argv[1]):
+    header = re.match(r"signal .* path=([^;]+); interface=([^;]+); member=(\S+)", line)
+    if header:
+        if kind: counts[kind] += 1
+        path, interface, member = header.groups()
+        # The monitor's own name signals are not bluetoothd's.
+        kind = "%s:%s" % (re.sub(r"/dev_[0-9A-F_]+", "/dev", path), member) if path.startswith("/org/bluez") else None
+    elif kind and kind.endswith("PropertiesChanged") and entry:
+        name = re.match(r'\s+string "(\w+)"', line)
+        if name: kind += ("," if kind.count(":") > 1 else ":") + name.group(1)
+    entry = "dict entry(" in line
+if kind: counts[kind] += 1
+for kind, n in counts.most_common(): print(kind, n)
+PY
 ticks=$(getconf CLK_TCK)
 for d in "${daemons[@]}"; do
   record "idle_cpu_percent.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / $ticks / 30 * 100)" "$(cpu "$d")" "${before[$d]}")"
@@ -229,6 +252,7 @@ result = {
     "peak_rss_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("peak_rss_mb.")},
     "rss_file_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("rss_file_mb.")},
     "rss_anon_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("rss_anon_mb.")},
+    "idle_signals_per_s": {k.split("/", 1)[1]: v[0] for k, v in samples.items() if k.startswith("idle_signals/")},
     "idle_thread_wakeups_per_s": {d: {k.split("/", 2)[2]: v[0] for k, v in samples.items()
                                       if k.startswith("idle_thread_wakeups_per_s/%s/" % d)} for d in ("business", "c1", "ledger")},
 }

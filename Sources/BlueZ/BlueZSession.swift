@@ -34,6 +34,8 @@ public final class BlueZSession: Sendable {
 
     public let connection: DBusConnection
     public let logger: Logger
+    /// The one adapter this session follows (its path), or nil for all of them.
+    public let scope: DBusObjectPath?
     private let state = Mutex(State())
     /// Held while an event is applied and handed out, so that subscribers see events in mirror order. Never taken
     /// by a stream's termination (`state` is): a subscriber cancelled while an event is yielded to it holds its
@@ -41,20 +43,23 @@ public final class BlueZSession: Sendable {
     private let publishing = Mutex(())
     private let watcher = Mutex<Task<Void, Never>?>(nil)
 
-    /// Connects to a bus (the system bus by default) and loads bluetoothd's objects.
+    /// Connects to a bus (the system bus by default) and loads bluetoothd's objects: all of them, or with `adapter`
+    /// (e.g. `hci0`) that adapter's alone, so that what bluetoothd does on other adapters wakes nothing here.
     public static func connect(
-        to bus: DBusConnection.Bus = .system, logger: Logger = Logger(label: "blepay.bluez")
+        to bus: DBusConnection.Bus = .system, adapter: String? = nil, logger: Logger = Logger(label: "blepay.bluez")
     ) async throws(BlueZError) -> BlueZSession {
+        let scope = try adapter.map { name throws(BlueZError) in try bluezPath("/org/bluez/\(name)") }
         let connection = try await bluez { () throws(DBusError) in try await DBusConnection.connect(to: bus, logger: logger) }
-        return try await BlueZSession(connection: connection, logger: logger)
+        return try await BlueZSession(connection: connection, scope: scope, logger: logger)
     }
 
-    public init(connection: DBusConnection, logger: Logger) async throws(BlueZError) {
+    public init(connection: DBusConnection, scope: DBusObjectPath? = nil, logger: Logger) async throws(BlueZError) {
         self.connection = connection
         self.logger = logger
-        // One rule for everything bluetoothd emits keeps object and property signals in their original order.
+        self.scope = scope
+        // One stream for everything followed keeps object and property signals in their original order.
         let signals = try await bluez { () throws(DBusError) in
-            try await connection.signals(matching: DBusMatchRule(sender: BlueZ.service))
+            try await connection.signals(matching: Self.rules(scope))
         }
         let owners = try await bluez { () throws(DBusError) in
             try await connection.signals(
@@ -74,6 +79,17 @@ public final class BlueZSession: Sendable {
             }
         }
         watcher.withLock { $0 = task }
+    }
+
+    /// Everything bluetoothd sends, or what concerns one adapter: signals from its objects, and the object
+    /// manager's (at `/`) naming it or an object below it.
+    private static func rules(_ scope: DBusObjectPath?) -> [DBusMatchRule] {
+        guard let scope else { return [DBusMatchRule(sender: BlueZ.service)] }
+        let manager = DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, path: .root)
+        var adapter = manager, below = manager
+        adapter.argumentPaths = [0: scope.rawValue]
+        below.argumentPaths = [0: scope.rawValue + "/"]
+        return [DBusMatchRule(sender: BlueZ.service, pathNamespace: scope), adapter, below]
     }
 
     deinit {
@@ -144,8 +160,9 @@ public final class BlueZSession: Sendable {
         let objects = try await bluez { () throws(DBusError) in
             try reply.argument(expecting: "a{oa{sa{sv}}}").decode(Objects.self)
         }
+        let followed = scope.map { scope in objects.filter { $0.key == scope || $0.key.isDescendant(of: scope) } } ?? objects
         // Values as signals leave them: without their variants.
-        state.withLock { $0.objects = objects.mapValues { $0.mapValues { $0.mapValues(\.unwrapped) } } }
+        state.withLock { $0.objects = followed.mapValues { $0.mapValues { $0.mapValues(\.unwrapped) } } }
     }
 
     private func apply(_ message: DBusMessage) {

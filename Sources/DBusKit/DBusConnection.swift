@@ -128,31 +128,41 @@ public final class DBusConnection: Sendable {
     /// signal sent after that is delivered, in order. The subscription ends when the stream is dropped
     /// or the connection closes.
     public func signals(matching rule: DBusMatchRule) async throws(DBusError) -> AsyncStream<DBusMessage> {
-        if let name = rule.wellKnownSender { try await trackOwner(of: name) }
+        try await signals(matching: [rule])
+    }
+
+    /// Subscribes to the signals any of `rules` selects, as one stream in the order the bus sent them; a signal
+    /// several rules match is delivered once.
+    public func signals(matching rules: [DBusMatchRule]) async throws(DBusError) -> AsyncStream<DBusMessage> {
+        for name in Set(rules.compactMap(\.wellKnownSender)) { try await trackOwner(of: name) }
         let (stream, continuation) = AsyncStream<DBusMessage>.makeStream()
         let id = loop.makeCallID()
         let router = self.router
-        try await loop.submit { _ in router.add(id, rule: rule, continuation: continuation) }
-        do {
-            try await addMatch(rule)
-        } catch {
-            _ = try? await loop.submit { _ in router.remove(id) }
-            continuation.finish()
-            throw error
+        try await loop.submit { _ in router.add(id, rules: rules, continuation: continuation) }
+        for (index, rule) in rules.enumerated() {
+            do {
+                try await addMatch(rule)
+            } catch {
+                // The bus counts equal rules, so only those added here are removed.
+                unsubscribe(id, added: index)
+                continuation.finish()
+                throw error
+            }
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         return stream
     }
 
-    private func unsubscribe(_ id: UInt64) {
+    private func unsubscribe(_ id: UInt64, added: Int = .max) {
         let router = self.router
         loop.execute { loop in
-            guard let rule = router.remove(id),
-                let message = try? RawMessage.methodCall(
+            for rule in router.remove(id).prefix(added) {
+                guard let message = try? RawMessage.methodCall(
                     destination: Self.busName, path: Self.busPath, interface: Self.busName, member: "RemoveMatch",
                     arguments: [.string(rule.description)])
-            else { return }
-            loop.send(message)
+                else { continue }
+                loop.send(message)
+            }
         }
     }
 

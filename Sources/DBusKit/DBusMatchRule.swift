@@ -9,12 +9,16 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
     /// Matches this path and every path below it.
     public var pathNamespace: DBusObjectPath?
     public var destination: String?
-    /// String (or object path) arguments that must be equal, by index.
+    /// String arguments that must be equal, by index (`argN`; the bus compares no other type).
     public var arguments: [Int: String]
+    /// Path arguments (`argNpath`), by index: an argument matches when it equals the path, or when one of the two
+    /// ends with `/` and is a prefix of the other; `/org/bluez/hci0/` matches everything below `hci0`.
+    public var argumentPaths: [Int: String]
 
     public init(
         sender: String? = nil, interface: String? = nil, member: String? = nil, path: DBusObjectPath? = nil,
-        pathNamespace: DBusObjectPath? = nil, destination: String? = nil, arguments: [Int: String] = [:]
+        pathNamespace: DBusObjectPath? = nil, destination: String? = nil, arguments: [Int: String] = [:],
+        argumentPaths: [Int: String] = [:]
     ) {
         self.sender = sender
         self.interface = interface
@@ -23,6 +27,7 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         self.pathNamespace = pathNamespace
         self.destination = destination
         self.arguments = arguments
+        self.argumentPaths = argumentPaths
     }
 
     /// The rule in the bus's syntax, with values quoted as the specification requires.
@@ -39,6 +44,7 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         add("path_namespace", pathNamespace?.rawValue)
         add("destination", destination)
         for (index, value) in arguments.sorted(by: { $0.key < $1.key }) { add("arg\(index)", value) }
+        for (index, value) in argumentPaths.sorted(by: { $0.key < $1.key }) { add("arg\(index)path", value) }
         return parts.joined(separator: ",")
     }
 
@@ -55,13 +61,25 @@ public struct DBusMatchRule: Sendable, Hashable, CustomStringConvertible {
         if let destination, message.destination != destination { return false }
         for (index, expected) in arguments {
             guard index < message.arguments.count else { return false }
+            guard case .string(expected) = message.arguments[index] else { return false }
+        }
+        for (index, expected) in argumentPaths {
+            guard index < message.arguments.count else { return false }
+            let value: String
             switch message.arguments[index] {
-            case .string(let s) where s == expected: continue
-            case .objectPath(let p) where p.rawValue == expected: continue
+            case .string(let s): value = s
+            case .objectPath(let p): value = p.rawValue
             default: return false
             }
+            guard Self.pathMatches(value, expected) else { return false }
         }
         return true
+    }
+
+    /// `argNpath` as the specification has it.
+    private static func pathMatches(_ value: String, _ expected: String) -> Bool {
+        value == expected || (expected.hasSuffix("/") && value.hasPrefix(expected))
+            || (value.hasSuffix("/") && expected.hasPrefix(value))
     }
 
     /// Whether `sender` is a well-known name whose owner must be tracked to match locally.

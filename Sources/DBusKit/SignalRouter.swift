@@ -2,7 +2,7 @@
 /// well-known names that rules name as sender. Used only on the loop thread, hence unchecked.
 final class SignalRouter: @unchecked Sendable {
     private struct Subscription {
-        let rule: DBusMatchRule
+        let rules: [DBusMatchRule]
         let continuation: AsyncStream<DBusMessage>.Continuation
     }
 
@@ -11,12 +11,12 @@ final class SignalRouter: @unchecked Sendable {
     private var owners: [String: String] = [:]
     private(set) var trackedNames: Set<String> = []
 
-    func add(_ id: UInt64, rule: DBusMatchRule, continuation: AsyncStream<DBusMessage>.Continuation) {
-        subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+    func add(_ id: UInt64, rules: [DBusMatchRule], continuation: AsyncStream<DBusMessage>.Continuation) {
+        subscriptions[id] = Subscription(rules: rules, continuation: continuation)
     }
 
-    func remove(_ id: UInt64) -> DBusMatchRule? {
-        subscriptions.removeValue(forKey: id)?.rule
+    func remove(_ id: UInt64) -> [DBusMatchRule] {
+        subscriptions.removeValue(forKey: id)?.rules ?? []
     }
 
     /// Returns false when `name` was tracked already.
@@ -35,11 +35,9 @@ final class SignalRouter: @unchecked Sendable {
         {
             setOwner(newOwner, of: name)
         }
-        for subscription in subscriptions.values {
-            let owner = subscription.rule.wellKnownSender.flatMap { owners[$0] }
-            if subscription.rule.matches(message, senderOwner: owner) {
-                subscription.continuation.yield(message)
-            }
+        for subscription in subscriptions.values
+        where subscription.rules.contains(where: { $0.matches(message, senderOwner: $0.wellKnownSender.flatMap { owners[$0] }) }) {
+            subscription.continuation.yield(message)
         }
         return true
     }

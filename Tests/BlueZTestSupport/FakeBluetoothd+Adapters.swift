@@ -1,7 +1,7 @@
 import DBusKit
 
 extension FakeBluetoothd {
-    func addAdapter(_ name: String, address: String, powered: Bool) async throws {
+    public func addAdapter(_ name: String, address: String, powered: Bool) async throws {
         let path = try DBusObjectPath("/org/bluez/\(name)")
         if powered { state.withLock { _ = $0.powered.insert(path) } }
         let adapter = DBusInterface(

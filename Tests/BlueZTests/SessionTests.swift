@@ -129,6 +129,49 @@ import TestSupport
         #expect(seen == (0..<60).map { DBusValue.boolean($0 % 2 == 0) })
     }
 
+    /// A session for one adapter mirrors that adapter alone and hears nothing of the others: on a host with
+    /// several, another adapter's discovery once woke every daemon on it.
+    @Test func aSessionForOneAdapterHearsOnlyOfIt() async throws {
+        let f = try await BlueZFixture.make { bluetoothd in
+            try await bluetoothd.addDevice("hci0", "11:22:33:44:55:00")
+            try await bluetoothd.addDevice("hci1", "11:22:33:44:55:01")
+        }
+        defer { f.stop() }
+        let scoped = try await BlueZSession.connect(to: .address(f.bus.address), adapter: "hci0")
+        defer { scoped.close() }
+        #expect(scoped.adapters().map(\.name) == ["hci0"])
+        #expect(scoped.properties("/org/bluez/hci0/dev_11_22_33_44_55_00", device1Interface) != nil)
+        #expect(scoped.properties("/org/bluez/hci1/dev_11_22_33_44_55_01", device1Interface) == nil)
+        let events = scoped.events()
+
+        // All of hci1's changes come first; had any of them reached the session, it would be the first event.
+        let elsewhere = try await f.bluetoothd.addDevice("hci1", "11:22:33:44:55:02")
+        try await f.bluetoothd.set(elsewhere, device1Interface, "Connected", .boolean(true))
+        try await f.bluetoothd.power("hci1", true)
+        await f.bluetoothd.remove(elsewhere)
+        let here = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:03")
+        try await f.bluetoothd.set(here, device1Interface, "Connected", .boolean(true))
+        await f.bluetoothd.remove(here)
+        await f.bluetoothd.remove("/org/bluez/hci0")
+        try await f.bluetoothd.addAdapter("hci0", address: "00:AA:01:00:00:00", powered: true)
+        let seen = try await first(5, of: events).map { event -> String in
+            switch event {
+            case .added(let path, _): "added \(path)"
+            case .changed(let path, _, let values): "changed \(path) \(values.keys.sorted())"
+            case .removed(let path, _): "removed \(path)"
+            case .restarted, .vanished: "\(event)"
+            }
+        }
+        #expect(
+            seen == [
+                "added \(here)", "changed \(here) [\"Connected\"]", "removed \(here)", "removed /org/bluez/hci0",
+                "added /org/bluez/hci0",
+            ])
+        #expect(try scoped.adapter(named: "hci0").isPowered)
+        #expect(f.session.properties(elsewhere, device1Interface) == nil)
+        #expect(try f.session.adapter(named: "hci1").isPowered)
+    }
+
     @Test func aRestartedBluetoothdIsReloaded() async throws {
         let f = try await BlueZFixture.make { bluetoothd in
             try await bluetoothd.addDevice("hci0", "11:22:33:44:55:66")

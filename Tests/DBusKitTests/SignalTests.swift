@@ -43,6 +43,37 @@ import Testing
         #expect(await membersUntilSentinel(otherInterface) == ["/pay|Paid"])
     }
 
+    /// Signals of several rules come as one stream in the bus's order, once each; `argNpath` selects a subtree.
+    @Test func oneStreamOfSeveralRulesKeepsTheBusOrder() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let s = pair.server.uniqueName
+        let stream = try await pair.client.signals(matching: [
+            DBusMatchRule(sender: s, pathNamespace: "/pay/a"),
+            DBusMatchRule(sender: s, path: "/", argumentPaths: [0: "/pay/a/"]),
+            DBusMatchRule(sender: s, path: "/", argumentPaths: [0: "/pay/a"]),
+        ])
+        let emissions: [(DBusObjectPath, String, DBusValue)] = [
+            ("/", "AddedBelow", .objectPath("/pay/a/b")),
+            ("/pay/a/b", "Changed", .string("x")),
+            ("/", "AddedOther", .objectPath("/pay/ab")),  // a sibling whose name begins alike
+            ("/pay/b", "ChangedOther", .string("x")),
+            ("/", "AddedItself", .objectPath("/pay/a")),
+            ("/", "AddedParent", .objectPath("/pay")),
+            ("/pay/a", "Both", .objectPath("/pay/a/c")),  // two rules match: delivered once
+            ("/", "RemovedBelow", .string("/pay/a/b/c")),
+        ]
+        for (path, member, arg0) in emissions {
+            try pair.server.emitSignal(path: path, interface: testInterface, member: member, arguments: [arg0])
+        }
+        try pair.server.emitSignal(path: "/pay/a", interface: testInterface, member: "Sentinel")
+        let seen = await membersUntilSentinel(stream)
+        #expect(seen == ["/|AddedBelow", "/pay/a/b|Changed", "/|AddedItself", "/pay/a|Both", "/|RemovedBelow"])
+        #expect(
+            DBusMatchRule(sender: s, path: "/", argumentPaths: [0: "/pay/a/"]).description
+                == "type='signal',sender='\(s)',path='/',arg0path='/pay/a/'")
+    }
+
     @Test func aWellKnownSenderIsFollowedToItsCurrentOwner() async throws {
         let pair = try await BusPair.make()
         defer { pair.stop() }

@@ -48,7 +48,7 @@ public struct DaemonContext: Sendable {
         let identity = try await DeviceIdentity.prepare(configuration, ledger: client)
         let (session, control): (BlueZSession, DBusConnection)
         do {
-            session = try await BlueZSession.connect(to: bus, logger: logger)
+            session = try await BlueZSession.connect(to: bus, adapter: configuration.adapter, logger: logger)
             control = try await DBusConnection.connect(to: bus, logger: logger)
         } catch {
             throw DaemonError(.bluetoothUnavailable, "the system bus: \(error)")
