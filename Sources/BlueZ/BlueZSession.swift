@@ -59,7 +59,7 @@ public final class BlueZSession: Sendable {
         self.scope = scope
         // One stream for everything followed keeps object and property signals in their original order.
         let signals = try await bluez { () throws(DBusError) in
-            try await connection.signals(matching: Self.rules(scope))
+            try await connection.signals(matching: Self.rules(scope), keeping: { !Self.changesSignalStrengthOnly($0) })
         }
         let owners = try await bluez { () throws(DBusError) in
             try await connection.signals(
@@ -90,6 +90,19 @@ public final class BlueZSession: Sendable {
         adapter.argumentPaths = [0: scope.rawValue]
         below.argumentPaths = [0: scope.rawValue + "/"]
         return [DBusMatchRule(sender: BlueZ.service, pathNamespace: scope), adapter, below]
+    }
+
+    /// Whether a signal changes nothing but a device's `RSSI`. The mirror does not follow signal strength, which
+    /// nothing here reads: a scanning adapter reports it for every advertiser in range each time the kernel restarts
+    /// the scan (every 10.24 s), and with a discovery filter set BlueZ 5.66 signals it changed or not. Decided on the
+    /// connection's thread, so that such a signal wakes no task.
+    private static func changesSignalStrengthOnly(_ message: DBusMessage) -> Bool {
+        guard message.member == "PropertiesChanged", message.interface == BlueZ.propertiesInterface,
+            message.arguments.count == 3, case .string(BlueZ.deviceInterface) = message.arguments[0],
+            let changed = try? message.arguments[1].decode([String: DBusValue].self),
+            let invalidated = try? message.arguments[2].decode([String].self)
+        else { return false }
+        return invalidated.isEmpty && changed.keys.allSatisfy { $0 == "RSSI" }
     }
 
     deinit {

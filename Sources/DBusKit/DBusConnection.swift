@@ -132,13 +132,16 @@ public final class DBusConnection: Sendable {
     }
 
     /// Subscribes to the signals any of `rules` selects, as one stream in the order the bus sent them; a signal
-    /// several rules match is delivered once.
-    public func signals(matching rules: [DBusMatchRule]) async throws(DBusError) -> AsyncStream<DBusMessage> {
+    /// several rules match is delivered once. `keep` runs on the connection's thread as each matching signal
+    /// arrives, so that one it turns away wakes no task; it must be quick.
+    public func signals(
+        matching rules: [DBusMatchRule], keeping keep: @escaping @Sendable (DBusMessage) -> Bool = { _ in true }
+    ) async throws(DBusError) -> AsyncStream<DBusMessage> {
         for name in Set(rules.compactMap(\.wellKnownSender)) { try await trackOwner(of: name) }
         let (stream, continuation) = AsyncStream<DBusMessage>.makeStream()
         let id = loop.makeCallID()
         let router = self.router
-        try await loop.submit { _ in router.add(id, rules: rules, continuation: continuation) }
+        try await loop.submit { _ in router.add(id, rules: rules, keep: keep, continuation: continuation) }
         for (index, rule) in rules.enumerated() {
             do {
                 try await addMatch(rule)

@@ -3,6 +3,7 @@
 final class SignalRouter: @unchecked Sendable {
     private struct Subscription {
         let rules: [DBusMatchRule]
+        let keep: @Sendable (DBusMessage) -> Bool
         let continuation: AsyncStream<DBusMessage>.Continuation
     }
 
@@ -11,8 +12,11 @@ final class SignalRouter: @unchecked Sendable {
     private var owners: [String: String] = [:]
     private(set) var trackedNames: Set<String> = []
 
-    func add(_ id: UInt64, rules: [DBusMatchRule], continuation: AsyncStream<DBusMessage>.Continuation) {
-        subscriptions[id] = Subscription(rules: rules, continuation: continuation)
+    func add(
+        _ id: UInt64, rules: [DBusMatchRule], keep: @escaping @Sendable (DBusMessage) -> Bool,
+        continuation: AsyncStream<DBusMessage>.Continuation
+    ) {
+        subscriptions[id] = Subscription(rules: rules, keep: keep, continuation: continuation)
     }
 
     func remove(_ id: UInt64) -> [DBusMatchRule] {
@@ -36,7 +40,9 @@ final class SignalRouter: @unchecked Sendable {
             setOwner(newOwner, of: name)
         }
         for subscription in subscriptions.values
-        where subscription.rules.contains(where: { $0.matches(message, senderOwner: $0.wellKnownSender.flatMap { owners[$0] }) }) {
+        where subscription.rules.contains(where: { $0.matches(message, senderOwner: $0.wellKnownSender.flatMap { owners[$0] }) })
+            && subscription.keep(message)
+        {
             subscription.continuation.yield(message)
         }
         return true

@@ -47,6 +47,7 @@ extension FakeBluetoothd {
                         })),
                 "Connected": DBusProperty(.boolean(connected)),
                 "ServicesResolved": DBusProperty(.boolean(false)),
+                "RSSI": DBusProperty(.int16(-60)),
             ])
         try await export(path, [device])
         return path

@@ -172,6 +172,24 @@ import TestSupport
         #expect(try f.session.adapter(named: "hci1").isPowered)
     }
 
+    /// A scanning adapter reports every advertiser's signal strength at each scan restart; the session takes none
+    /// of it, so those reports wake no task, and the next real change is the next event.
+    @Test func signalStrengthAloneWakesNothing() async throws {
+        let f = try await BlueZFixture.make()
+        defer { f.stop() }
+        let path = try await f.bluetoothd.addDevice("hci0", "11:22:33:44:55:66")
+        _ = try await f.device(path)
+        let events = f.session.events()
+        for rssi in [-40, -41, -40] as [Int16] { try await f.bluetoothd.set(path, device1Interface, "RSSI", .int16(rssi)) }
+        try await f.bluetoothd.set(path, device1Interface, "Connected", .boolean(true))
+        guard case .changed(path, device1Interface, let values) = try await first(1, of: events)[0] else {
+            Issue.record("expected PropertiesChanged of \(path)")
+            return
+        }
+        #expect(values == ["Connected": .boolean(true)])
+        #expect(f.session.properties(path, device1Interface)?["RSSI"] == .int16(-60))
+    }
+
     @Test func aRestartedBluetoothdIsReloaded() async throws {
         let f = try await BlueZFixture.make { bluetoothd in
             try await bluetoothd.addDevice("hci0", "11:22:33:44:55:66")

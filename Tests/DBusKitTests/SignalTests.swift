@@ -74,6 +74,19 @@ import Testing
                 == "type='signal',sender='\(s)',path='/',arg0path='/pay/a/'")
     }
 
+    /// What `keeping` turns away on the connection's thread never reaches the stream.
+    @Test func aSignalTurnedAwayNeverReachesTheStream() async throws {
+        let pair = try await BusPair.make()
+        defer { pair.stop() }
+        let stream = try await pair.client.signals(
+            matching: [DBusMatchRule(sender: pair.server.uniqueName, interface: testInterface)],
+            keeping: { $0.member != "Noise" })
+        for member in ["Noise", "Kept", "Noise", "AlsoKept", "Sentinel"] {
+            try pair.server.emitSignal(path: "/", interface: testInterface, member: member)
+        }
+        #expect(await membersUntilSentinel(stream) == ["/|Kept", "/|AlsoKept"])
+    }
+
     @Test func aWellKnownSenderIsFollowedToItsCurrentOwner() async throws {
         let pair = try await BusPair.make()
         defer { pair.stop() }
