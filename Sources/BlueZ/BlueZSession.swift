@@ -2,10 +2,10 @@ import DBusKit
 import Logging
 import Synchronization
 
-/// A client of bluetoothd: a mirror of every `org.bluez` object and its properties, kept current from
-/// `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged`, and a stream of those changes for the
-/// adapters, devices and characteristics built on it. When bluetoothd restarts, the mirror is reloaded and
-/// `restarted` is announced so that registrations can be made again.
+/// A client of bluetoothd: a mirror of its objects (all of them, or one adapter's) and their properties (signal
+/// strength aside), kept current from `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged`, and a stream
+/// of those changes for the adapters, devices and characteristics built on it. When bluetoothd restarts, the mirror
+/// is reloaded and `restarted` is announced so that registrations can be made again.
 public final class BlueZSession: Sendable {
     /// One change to the mirror, in the order bluetoothd sent it.
     public enum Event: Sendable {
