@@ -7,8 +7,13 @@ For each of PAYMENTS payments: the business's SendPaymentRequest -> the customer
 then the customer's AcceptPayment -> its finishedPayment ("<prefix>finished_call"); the business's `finished` is
 awaited before the next. Samples (seconds) are appended to SAMPLES as "name value" lines.
 
+With BENCH_CLIENT_PACED=1 it says "ready" on stdout once on the bus and waits for a line on stdin before the first
+payment, then says "done" and waits for stdin to close before it exits: whoever measures the CPU meanwhile measures
+the payments, not the client's start, and finds it still running.
+
 Usage: bench-client.py PAYMENTS CUSTOMER_INSTANCE INSTRUMENT_ID SAMPLES [PREFIX]
 """
+import os
 import queue
 import sys
 import time
@@ -57,6 +62,10 @@ def main() -> None:
                     sys.exit(f"{method} was refused: {reply.body}")
                 return reply.body
 
+            paced = os.environ.get("BENCH_CLIENT_PACED") == "1"
+            if paced:
+                print("ready", flush=True)
+                sys.stdin.readline()
             with open(samples, "a") as out:
                 for i in range(payments):
                     asked = time.monotonic()
@@ -74,6 +83,9 @@ def main() -> None:
                                          ("accept_to_business", taken - accepted), ("business_to_ledger_done", executed - taken),
                                          ("ledger_done_to_customer", finished - executed)):
                         out.write(f"{prefix}leg.{leg} {seconds}\n")
+            if paced:
+                print("done", flush=True)
+                sys.stdin.read()
 
 
 if __name__ == "__main__":

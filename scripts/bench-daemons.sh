@@ -51,14 +51,23 @@ if legs:
     print("bench: daemons accept legs p50: call -> business has the acceptance %.1f ms, -> ledger executed %.1f ms, "
           "-> customer finished %.1f ms" % (legs["accept_to_business"], legs["business_to_ledger_done"],
                                              legs["ledger_done_to_customer"]))
+# Where the emulated CPU went, by process: what the timings waited for when it was busy.
+def by_process(shares):
+    return ", ".join("%s %.1f%%" % (name, 100 * share) for name, share in sorted(shares.items(), key=lambda item: -item[1])
+                     if share >= 0.001)
 if r.get("payments_cpu_busy") is not None and r.get("payments"):
     print("bench: daemons the emulated CPU was %.0f%% busy during the payments" % (100 * r["payments_cpu_busy"]))
+    if r.get("payments_cpu_by_process"):
+        print("bench: daemons the emulated CPU during the payments by process: %s" % by_process(r["payments_cpu_by_process"]))
 for b in [r["broadcast"]] + [json.load(open(path + "/daemons-bench.json"))["broadcast"] for path in sys.argv[2:]]:
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request (goal <= 2 s); %d otherPaid, the last %.2f s after the accept (goal <= 1 s)"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))
     if b.get("cpu_busy") is not None:
         print("bench: daemons broadcast to %d customers: the emulated CPU was %.0f%% busy until all were shown"
               % (b["customers"], 100 * b["cpu_busy"]))
+    if b.get("cpu_by_process"):
+        print("bench: daemons broadcast to %d customers: the emulated CPU until all were shown by process: %s"
+              % (b["customers"], by_process(b["cpu_by_process"])))
 # The goal while idle: at most 1 wake-up a second and 0.1% of a core (the ledger is not a blepayd).
 for d in sorted(r["idle_cpu_percent"]):
     wakeups = r.get("idle_wakeups_per_s", {}).get(d)

@@ -86,6 +86,65 @@ record() { echo "$1 $2" >> "$out/bench.samples"; }
 # CPU the rig used between them: near 1, what was timed waited for the one emulated CPU, not for the air.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
 share() { python3 -c "import sys; a, b, c, d = map(int, sys.argv[1:]); print((c - a) / max(1, d - b))" $1 $2; }
+# processes [PID=NAME...]: every process's CPU so far but its own, one "pid start name jiffies" line each, and
+# another for its children that ended ("name:children"); a daemon is named by its pid file (business, c1, ledger...),
+# a PID given by its NAME, anything else by its command (bluetoothd, btvirt, dbus-daemon, python3, kworker...).
+processes() {
+  python3 - "$@" <<'PY'
+import glob, os, sys
+named = dict(arg.split("=", 1) for arg in sys.argv[1:])
+for path in glob.glob("/run/blepay-*.pid"):
+    try: named[open(path).read().strip()] = os.path.basename(path)[len("blepay-"):-len(".pid")]
+    except OSError: pass
+for path in glob.glob("/proc/[0-9]*/stat"):
+    pid = path.split("/")[2]
+    if pid == str(os.getpid()): continue
+    try: text = open(path).read()
+    except OSError: continue  # it ended meanwhile
+    comm, fields = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+    # fields[11], [12]: utime, stime; [13], [14]: those of its children that ended and were waited for; [19]: the
+    # start time, which tells a reused pid apart.
+    name = named.get(pid, comm.split("/")[0].replace(" ", "_"))
+    print(pid, fields[19], name, int(fields[11]) + int(fields[12]))
+    print(pid, fields[19] + "c", name + ":children", int(fields[13]) + int(fields[14]))
+# The CPU's time in interrupts, which no process is charged with, as two more rows.
+irq, softirq = open("/proc/stat").readline().split()[6:8]
+print("irq 0 interrupts", irq)
+print("softirq 0 softirqs", softirq)
+PY
+}
+# script_children: the CPU of the processes this script ran that ended, so far (in $children), read by bash itself:
+# the earlier reading's own process ended after it read, and is not of the span.
+script_children() {
+  local stat
+  read -r stat < "/proc/$$/stat"
+  set -- ${stat##*) }
+  children=$((${14} + ${15}))
+}
+# cpu_shares PROCESSES BUSY CHILDREN LATER_PROCESSES LATER_BUSY: what share of the emulated CPU each process name (and
+# the interrupts) took between the two readings, one "name share" line each, largest first, then "exited" (the busy
+# time nothing still running accounts for: processes that ended meanwhile, not yet waited for by one still running)
+# and "idle". The earlier reading takes `processes`, `busy`, then `script_children` (CHILDREN); the later one `busy`,
+# then `processes`: no reading's own process falls inside the span.
+cpu_shares() {
+  python3 - "$@" <<'PY'
+import collections, sys
+def table(text):
+    return {(pid, start): (name, int(j)) for pid, start, name, j in (line.split() for line in text.splitlines())}
+earlier, now = table(sys.argv[1]), table(sys.argv[4])
+for key, (name, _) in earlier.items():
+    if name == "bench-script:children": earlier[key] = (name, int(sys.argv[3]))
+(busy0, all0), (busy1, all1) = (map(int, sys.argv[i].split()) for i in (2, 5))
+total = max(1, all1 - all0)
+shares = collections.Counter()
+for key, (name, jiffies) in now.items():
+    shares[name] += jiffies - earlier.get(key, (name, 0))[1]
+for name, j in shares.most_common():
+    if j > 0: print(name, j / total)
+print("exited", max(0, busy1 - busy0 - sum(shares.values())) / total)
+print("idle", (total - (busy1 - busy0)) / total)
+PY
+}
 # The bench's client: PAYMENTS payments with c1, samples named PREFIXshown and PREFIXfinished_call.
 client() { PYTHONPATH="$out/python" python3 "$(dirname "$0")/bench-client.py" "$1" c1 "$card" "$out/bench.samples" "${2:-}"; }
 # request: one SendPaymentRequest call as an app makes it (dbus-send starts in milliseconds); prints the payment id.
@@ -101,9 +160,25 @@ customer c1
 record discovery "$(since "$(last_of receivedPayment "$id" c1)" "$started")"
 blepayctl cancel "$id" > /dev/null
 
+# The CPU during the payments is read once the client is on the bus and again before it exits (it is paced).
+coproc bench_client {
+  BENCH_CLIENT_PACED=1 PYTHONPATH="$out/python" exec python3 "$(dirname "$0")/bench-client.py" "$payments" c1 "$card" \
+    "$out/bench.samples"
+}
+read -r _ <&"${bench_client[0]}" || fail "the bench client did not start"
+processes_before=$(processes "$$=bench-script" "$bench_client_PID=bench-client")
 cpu_before=$(busy)
-client "$payments"
-record payments_cpu_busy "$(share "$cpu_before" "$(busy)")"
+script_children
+echo go >&"${bench_client[1]}"
+read -r _ <&"${bench_client[0]}" || fail "the bench client failed"
+cpu_after=$(busy)
+processes_after=$(processes "$$=bench-script" "$bench_client_PID=bench-client")
+client_pid=$bench_client_PID client_input=${bench_client[1]}
+exec {client_input}>&-
+wait "$client_pid" || fail "the bench client failed"
+record payments_cpu_busy "$(share "$cpu_before" "$cpu_after")"
+cpu_shares "$processes_before" "$cpu_before" "$children" "$processes_after" "$cpu_after" |
+  while read -r name n; do record "payments_cpu/$name" "$n"; done
 # blepayctl's start beside the rig's floor: any process at all (/bin/true), and bluetoothctl.
 timed() {
   local name=$1 started
@@ -122,11 +197,18 @@ for name in "${customers[@]:1}"; do
   customer "$name"
   fund_card --instance "$name"
 done
-asked=$(now)
+processes_before=$(processes "$$=bench-script")
 cpu_before=$(busy)
+script_children
+asked=$(now)
 id=$(request 200 broadcast)
-record broadcast_shown "$(since "$(last_of receivedPayment "$id" "${customers[@]}")" "$asked")"
-record broadcast_cpu_busy "$(share "$cpu_before" "$(busy)")"
+shown=$(last_of receivedPayment "$id" "${customers[@]}")
+cpu_after=$(busy)
+processes_after=$(processes "$$=bench-script")
+record broadcast_shown "$(since "$shown" "$asked")"
+record broadcast_cpu_busy "$(share "$cpu_before" "$cpu_after")"
+cpu_shares "$processes_before" "$cpu_before" "$children" "$processes_after" "$cpu_after" |
+  while read -r name n; do record "broadcast_cpu/$name" "$n"; done
 accepted=$(now)
 dbus-send --system --print-reply --dest=org.blepay.Customer.c1 /org/blepay/Customer org.blepay.Customer1.AcceptPayment \
   "string:$id" uint64:200 uint64:0 string:USD "string:$card" boolean:false > /dev/null
@@ -242,10 +324,14 @@ result = {
     # With one customer there is nobody to hear otherPaid.
     "broadcast": {"customers": len(samples.get("other_paid", [])) + 1, "other_paid": len(samples.get("other_paid", [])),
                   "cpu_busy": samples.get("broadcast_cpu_busy", [None])[0],
+                  "cpu_by_process": {k.split("/", 1)[1]: v[0] for k, v in samples.items() if k.startswith("broadcast_cpu/")},
                   "request_to_all_shown_s": samples["broadcast_shown"][0],
                   "accept_to_last_other_paid_s": samples.get("broadcast_other_paid", [None])[0]},
     # p50 of each leg of the two timings, in ms (see bench-client.py).
     "payments_cpu_busy": samples.get("payments_cpu_busy", [None])[0],
+    # Who took the emulated CPU meanwhile: each process name's share of it (and the interrupts', the processes' that
+    # ended meanwhile, idle); the broadcast's likewise.
+    "payments_cpu_by_process": {k.split("/", 1)[1]: v[0] for k, v in samples.items() if k.startswith("payments_cpu/")},
     "legs_p50_ms": {k[len("leg."):]: pct(v, 50) * 1000 for k, v in samples.items() if k.startswith("leg.")},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
     "idle_wakeups_per_s": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_wakeups_per_s.")},
