@@ -85,7 +85,6 @@ record() { echo "$1 $2" >> "$out/bench.samples"; }
 # busy: the emulated CPU's busy jiffies and all its jiffies so far (/proc/stat); two readings give the share of the
 # CPU the rig used between them: near 1, what was timed waited for the one emulated CPU, not for the air.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
-share() { python3 -c "import sys; a, b, c, d = map(int, sys.argv[1:]); print((c - a) / max(1, d - b))" $1 $2; }
 # processes [PID=NAME...]: every process's CPU so far but its own, one "pid start name jiffies" line each, and
 # another for its children that ended ("name:children"); a daemon is named by its pid file (business, c1, ledger...),
 # a PID given by its NAME, anything else by its command (bluetoothd, btvirt, dbus-daemon, python3, kworker...).
@@ -121,11 +120,10 @@ script_children() {
   set -- ${stat##*) }
   children=$((${14} + ${15}))
 }
-# cpu_shares PROCESSES BUSY CHILDREN LATER_PROCESSES LATER_BUSY: what share of the emulated CPU each process name (and
-# the interrupts) took between the two readings, one "name share" line each, largest first, then "exited" (the busy
-# time nothing still running accounts for: processes that ended meanwhile, not yet waited for by one still running)
-# and "idle". The earlier reading takes `processes`, `busy`, then `script_children` (CHILDREN); the later one `busy`,
-# then `processes`: no reading's own process falls inside the span.
+# cpu_shares PROCESSES BUSY CHILDREN LATER_PROCESSES LATER_BUSY: the share of the emulated CPU in use between the two
+# readings ("busy"), then what share each process name (and the interrupts) took, one "name share" line each,
+# largest first, then "exited" (the busy time nothing still running accounts for: processes that ended meanwhile,
+# not yet waited for by one still running) and "idle".
 cpu_shares() {
   python3 - "$@" <<'PY'
 import collections, sys
@@ -136,6 +134,7 @@ for key, (name, _) in earlier.items():
     if name == "bench-script:children": earlier[key] = (name, int(sys.argv[3]))
 (busy0, all0), (busy1, all1) = (map(int, sys.argv[i].split()) for i in (2, 5))
 total = max(1, all1 - all0)
+print("busy", (busy1 - busy0) / total)
 shares = collections.Counter()
 for key, (name, jiffies) in now.items():
     shares[name] += jiffies - earlier.get(key, (name, 0))[1]
@@ -144,6 +143,23 @@ for name, j in shares.most_common():
 print("exited", max(0, busy1 - busy0 - sum(shares.values())) / total)
 print("idle", (total - (busy1 - busy0)) / total)
 PY
+}
+# span_start [PID=NAME...], span_end NAME [PID=NAME...]: what used the emulated CPU in between, recorded as
+# NAME_cpu_busy and NAME_cpu/<process>. The start reads `processes`, `busy`, then `script_children`; the end `busy`,
+# then `processes`: no reading's own process falls inside the span.
+span_start() {
+  span_processes=$(processes "$$=bench-script" "$@")
+  span_busy=$(busy)
+  script_children
+}
+span_end() {
+  local name=$1 cpu_after processes_after
+  shift
+  cpu_after=$(busy)
+  processes_after=$(processes "$$=bench-script" "$@")
+  cpu_shares "$span_processes" "$span_busy" "$children" "$processes_after" "$cpu_after" | while read -r process n; do
+    if [[ $process == busy ]]; then record "${name}_cpu_busy" "$n"; else record "${name}_cpu/$process" "$n"; fi
+  done
 }
 # The bench's client: PAYMENTS payments with c1, samples named PREFIXshown and PREFIXfinished_call.
 client() { PYTHONPATH="$out/python" python3 "$(dirname "$0")/bench-client.py" "$1" c1 "$card" "$out/bench.samples" "${2:-}"; }
@@ -166,19 +182,13 @@ coproc bench_client {
     "$out/bench.samples"
 }
 read -r _ <&"${bench_client[0]}" || fail "the bench client did not start"
-processes_before=$(processes "$$=bench-script" "$bench_client_PID=bench-client")
-cpu_before=$(busy)
-script_children
-echo go >&"${bench_client[1]}"
-read -r _ <&"${bench_client[0]}" || fail "the bench client failed"
-cpu_after=$(busy)
-processes_after=$(processes "$$=bench-script" "$bench_client_PID=bench-client")
 client_pid=$bench_client_PID client_input=${bench_client[1]}
+span_start "$client_pid=bench-client"
+echo go >&"$client_input"
+read -r _ <&"${bench_client[0]}" || fail "the bench client failed"
+span_end payments "$client_pid=bench-client"
 exec {client_input}>&-
 wait "$client_pid" || fail "the bench client failed"
-record payments_cpu_busy "$(share "$cpu_before" "$cpu_after")"
-cpu_shares "$processes_before" "$cpu_before" "$children" "$processes_after" "$cpu_after" |
-  while read -r name n; do record "payments_cpu/$name" "$n"; done
 # blepayctl's start beside the rig's floor: any process at all (/bin/true), and bluetoothctl.
 timed() {
   local name=$1 started
@@ -197,18 +207,12 @@ for name in "${customers[@]:1}"; do
   customer "$name"
   fund_card --instance "$name"
 done
-processes_before=$(processes "$$=bench-script")
-cpu_before=$(busy)
-script_children
+span_start
 asked=$(now)
 id=$(request 200 broadcast)
 shown=$(last_of receivedPayment "$id" "${customers[@]}")
-cpu_after=$(busy)
-processes_after=$(processes "$$=bench-script")
+span_end broadcast
 record broadcast_shown "$(since "$shown" "$asked")"
-record broadcast_cpu_busy "$(share "$cpu_before" "$cpu_after")"
-cpu_shares "$processes_before" "$cpu_before" "$children" "$processes_after" "$cpu_after" |
-  while read -r name n; do record "broadcast_cpu/$name" "$n"; done
 accepted=$(now)
 dbus-send --system --print-reply --dest=org.blepay.Customer.c1 /org/blepay/Customer org.blepay.Customer1.AcceptPayment \
   "string:$id" uint64:200 uint64:0 string:USD "string:$card" boolean:false > /dev/null
