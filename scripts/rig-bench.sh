@@ -7,10 +7,10 @@
 #     stays on the bus as an app does: SendPaymentRequest call -> receivedPayment, AcceptPayment call ->
 #     finishedPayment; and, on its own, blepayctl's start (`blepayctl --help`, 20 times) beside /bin/true's and
 #     `bluetoothctl --version`'s;
-#   broadcast: c2..cN join; one request (one SendPaymentRequest call) shown to all of them, c1 accepts, every other
-#     one gets otherPaid;
+#   broadcast: c2..cN join; the same client's SendPaymentRequest call -> the last of c1..cN shown the request, then its
+#     AcceptPayment call for c1 -> the last otherPaid of every other one;
 #   idle: each daemon's CPU and wake-ups (context switches of all its threads) per second over 30 s without
-#     payments, and its peak RSS (VmHWM) over the whole run;
+#     payments, from 20 s after the broadcast, and its peak RSS (VmHWM) over the whole run;
 #   both offline: the ledger stops; OFFLINE payments with c1 under its voucher, by the same client: accept ->
 #     finishedPayment, pending settlement (the business checks and keeps each before it answers).
 # Writes $BLEPAY_RIG_OUT/daemons-bench.json. Usage (inside the rig): rig-bench.sh BIN_DIR [PAYMENTS] [CUSTOMERS]
@@ -38,16 +38,14 @@ for ((i = 1; i <= count; i++)); do
     "hci$i" "c$i"
 done
 await "blepayctl payments --business" 120 || fail "the business daemon did not start"
-blepayctl watch --business --json > "$out/business.events.jsonl" &
 
 # Starts customer $1 and waits for its control API; `first` also enrolls it and funds a card.
 customer() {
   start "$1" customer "$(ready_check "org.blepay.Customer.$1" "hci${1#c}" ActiveInstances)" "/etc/blepay/customer-$1.toml"
   await "blepayctl payments --customer --instance $1" 120 || fail "customer $1 did not start"
 }
-for name in "${customers[@]}"; do
-  blepayctl watch --customer --instance "$name" --json > "$out/$name.events.jsonl" &
-done
+# c1's events as a person watching would see them; the timings come from the bench's own client.
+blepayctl watch --customer --instance c1 --json > "$out/c1.events.jsonl" &
 customer c1
 fund_card --instance c1
 card=$(blepayctl instruments --instance c1 --json | head -n 1 | json '["id"]')
@@ -82,9 +80,14 @@ PY
 }
 since() { python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$1" "$2"; }
 record() { echo "$1 $2" >> "$out/bench.samples"; }
-# busy: the emulated CPU's busy jiffies and all its jiffies so far (/proc/stat); two readings give the share of the
-# CPU the rig used between them: near 1, what was timed waited for the one emulated CPU, not for the air.
-busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+# busy VAR: the emulated CPU's busy jiffies and all its jiffies so far (/proc/stat, read by bash itself), into VAR;
+# two readings give the share of the CPU the rig used between them: near 1, what was timed waited for the one
+# emulated CPU, not for the air.
+busy() {
+  local user nice system idle iowait irq softirq
+  read -r _ user nice system idle iowait irq softirq _ < /proc/stat
+  printf -v "$1" '%d %d' $((user + nice + system + irq + softirq)) $((user + nice + system + idle + iowait + irq + softirq))
+}
 # processes [PID=NAME...]: every process's CPU so far but its own, one "pid start name jiffies" line each, and
 # another for its children that ended ("name:children"); a daemon is named by its pid file (business, c1, ledger...),
 # a PID given by its NAME, anything else by its command (bluetoothd, btvirt, dbus-daemon, python3, kworker...).
@@ -145,28 +148,37 @@ print("idle", (total - (busy1 - busy0)) / total)
 PY
 }
 # span_start [PID=NAME...], span_end NAME [PID=NAME...]: what used the emulated CPU in between, recorded as
-# NAME_cpu_busy and NAME_cpu/<process>. The start reads `processes`, `busy`, then `script_children`; the end `busy`,
-# then `processes`: no reading's own process falls inside the span.
+# NAME_cpu_busy and NAME_cpu/<process>. The start reads `processes`, then `busy` and `script_children` (bash's own
+# reads); the end `busy`, then `processes`: no reading's own process falls inside the span.
 span_start() {
   span_processes=$(processes "$$=bench-script" "$@")
-  span_busy=$(busy)
+  busy span_busy
   script_children
 }
 span_end() {
   local name=$1 cpu_after processes_after
   shift
-  cpu_after=$(busy)
+  busy cpu_after
   processes_after=$(processes "$$=bench-script" "$@")
   cpu_shares "$span_processes" "$span_busy" "$children" "$processes_after" "$cpu_after" | while read -r process n; do
     if [[ $process == busy ]]; then record "${name}_cpu_busy" "$n"; else record "${name}_cpu/$process" "$n"; fi
   done
 }
-# The bench's client: PAYMENTS payments with c1, samples named PREFIXshown and PREFIXfinished_call.
-client() { PYTHONPATH="$out/python" python3 "$(dirname "$0")/bench-client.py" "$1" c1 "$card" "$out/bench.samples" "${2:-}"; }
-# request: one SendPaymentRequest call as an app makes it (dbus-send starts in milliseconds); prints the payment id.
-request() {
-  dbus-send --system --print-reply --dest=org.blepay.Business /org/blepay/Business \
-    org.blepay.Business1.SendPaymentRequest "uint64:$1" string:USD "string:$2" | awk -F'"' '/string/ { print $2 }'
+# The bench's client (bench-client.py MODE ...), its samples in bench.samples: `client` runs it to its end; `paced`
+# starts it paced and waits until it is on the bus, `step WORD` lets it go on until it says WORD, `finish` lets it end.
+client() { PYTHONPATH="$out/python" python3 "$(dirname "$0")/bench-client.py" "$out/bench.samples" "$@"; }
+paced() {
+  coproc bench_client {
+    BENCH_CLIENT_PACED=1 PYTHONPATH="$out/python" exec python3 "$(dirname "$0")/bench-client.py" "$out/bench.samples" "$@"
+  }
+  client_pid=$bench_client_PID client_input=${bench_client[1]} client_output=${bench_client[0]}
+  expect ready
+}
+expect() { local word; read -r word <&"$client_output" && [[ $word == "$1" ]] || fail "the bench client failed before '$1'"; }
+step() { echo go >&"$client_input"; expect "$1"; }
+finish() {
+  exec {client_input}>&-
+  wait "$client_pid" || fail "the bench client failed"
 }
 
 # Discovery: a request is open when c1 starts again.
@@ -177,18 +189,11 @@ record discovery "$(since "$(last_of receivedPayment "$id" c1)" "$started")"
 blepayctl cancel "$id" > /dev/null
 
 # The CPU during the payments is read once the client is on the bus and again before it exits (it is paced).
-coproc bench_client {
-  BENCH_CLIENT_PACED=1 PYTHONPATH="$out/python" exec python3 "$(dirname "$0")/bench-client.py" "$payments" c1 "$card" \
-    "$out/bench.samples"
-}
-read -r _ <&"${bench_client[0]}" || fail "the bench client did not start"
-client_pid=$bench_client_PID client_input=${bench_client[1]}
+paced payments "$payments" c1 "$card"
 span_start "$client_pid=bench-client"
-echo go >&"$client_input"
-read -r _ <&"${bench_client[0]}" || fail "the bench client failed"
+step done
 span_end payments "$client_pid=bench-client"
-exec {client_input}>&-
-wait "$client_pid" || fail "the bench client failed"
+finish
 # blepayctl's start beside the rig's floor: any process at all (/bin/true), and bluetoothctl.
 timed() {
   local name=$1 started
@@ -207,19 +212,13 @@ for name in "${customers[@]:1}"; do
   customer "$name"
   fund_card --instance "$name"
 done
-span_start
-asked=$(now)
-id=$(request 200 broadcast)
-shown=$(last_of receivedPayment "$id" "${customers[@]}")
-span_end broadcast
-record broadcast_shown "$(since "$shown" "$asked")"
-accepted=$(now)
-dbus-send --system --print-reply --dest=org.blepay.Customer.c1 /org/blepay/Customer org.blepay.Customer1.AcceptPayment \
-  "string:$id" uint64:200 uint64:0 string:USD "string:$card" boolean:false > /dev/null
-if ((count > 1)); then
-  record broadcast_other_paid "$(since "$(last_of otherPaid "$id" "${customers[@]:1}")" "$accepted")"
-  for name in "${customers[@]:1}"; do record other_paid 1; done
-fi
+# The broadcast, by the same client: the CPU is read until every customer was shown the request.
+paced broadcast c1 "$card" "${customers[@]:1}"
+span_start "$client_pid=bench-client"
+step shown
+span_end broadcast "$client_pid=bench-client"
+step done
+finish
 
 # Idle: CPU and wake-ups over 30 s without payments; peak RSS over the whole run. A wake-up is a context switch of
 # one of the daemon's threads, voluntary (it slept and was woken) or not: each is counted once. Threads come and go
@@ -253,6 +252,9 @@ else:
         if n: print(name, n)
 PY
 }
+# Idle starts once what the broadcast left behind has ended: the ledger closes each connection a daemon stopped using
+# after its idle_timeout_seconds (15 s) with a TLS close and, a second later, the socket, which wakes both sides.
+sleep 20
 daemons=(business c1 ledger)
 declare -A before woken
 for d in "${daemons[@]}"; do
@@ -302,7 +304,7 @@ if ((offline > 0)); then
   stop ledger
   await "blepayctl settlement --json | grep -q '\"ledger_reachable\":false'" 60 || fail "the business never found the ledger gone"
   await "grep -q 'the ledger is unreachable' '$out/$host.c1.log'" 60 || fail "c1 never found the ledger gone"
-  client "$offline" offline_
+  client payments "$offline" c1 "$card" offline_
   pending=$(grep -c '"receipt_status":"pendingSettlement"' "$out/c1.events.jsonl" || true)
   ((pending >= offline)) || fail "c1 heard $pending of $offline offline payments finished pending settlement"
 fi
