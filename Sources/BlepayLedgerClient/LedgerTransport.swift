@@ -59,8 +59,9 @@ final class LedgerTransport: Sendable {
         if let kept = takeIdle() {
             do {
                 return try await send(head(), body, on: kept, deadline: deadline, timeout: timeout)
-            } catch is ConnectionClosedUnanswered {
-                // Closed as the request went out: sent again below, on a connection of its own.
+            } catch is ConnectionClosedUnanswered where !Task.isCancelled {
+                // Closed as the request went out: sent again below, on a connection of its own (not when it was
+                // the caller, cancelled, that closed it).
             }
         }
         let channel = try await connect(context, deadline: deadline, timeout: timeout)
@@ -87,6 +88,8 @@ final class LedgerTransport: Sendable {
             } onCancel: {
                 channel.close(promise: nil)
             }
+            // An answer that raced that close (the ledger ends the hold it sees closed) is not the gone caller's.
+            try Task.checkCancellation()
             if received.keepAlive { keep(channel) } else { channel.close(promise: nil) }
             return (received.status, received.body)
         } catch where NIODeadline.now() >= deadline && !(error is LedgerClientError) {

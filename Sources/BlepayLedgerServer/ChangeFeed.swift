@@ -1,14 +1,15 @@
 import BlepayLedger
 import BlepayLedgerStore
 import Hummingbird
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 
 /// `GET /v1/changes`: a device's standing call. It answers at once when what the device follows (the deny list, the
 /// refunds of its payments) no longer matches the token it gives, else holds the answer until it does or `wait`
-/// seconds pass. A daemon keeps one such call open instead of polling: while nothing changes, neither side wakes,
-/// and a ledger that goes away ends the call (a shutdown answers it at once). A device holds at most
-/// `HeldCalls.perDevice` at a time; more are answered at once.
+/// seconds pass. A daemon keeps one such call open instead of polling: while nothing changes, neither side wakes;
+/// a ledger that goes away ends the call (a shutdown answers it at once), and a daemon that goes away ends the hold
+/// (`CallerPresence`). A device holds at most `HeldCalls.perDevice` at a time; more are answered at once.
 extension LedgerAPI {
     /// The longest a call may ask to be held.
     static let longestChangeWait = 300
@@ -19,7 +20,7 @@ extension LedgerAPI {
     /// changes wake nothing here.
     static let sharedDatabaseChangePoll: Duration = .seconds(5)
 
-    func changes(_ request: Request) async -> Response {
+    func changes(_ request: Request, on channel: any Channel) async -> Response {
         let head = Head(request)
         do {
             let wait = try Self.changeWait(request.uri.queryParameters.get("wait").map { String($0) })
@@ -32,14 +33,17 @@ extension LedgerAPI {
             }
             let holds = wait > 0 && heldCalls.take(device.id)
             defer { if holds { heldCalls.release(device.id) } }
+            let caller = try await CallerPresence.on(channel)
             var current = first
             var read = ContinuousClock.now
             let deadline = read + .seconds(holds ? wait : 0)
-            while current.token == after, ContinuousClock.now < deadline, !Task.isShuttingDownGracefully {
+            while current.token == after, ContinuousClock.now < deadline, !Task.isShuttingDownGracefully, !caller.isGone {
                 let wake = watch.pollInterval == nil ? deadline : min(deadline, .now + Self.sharedDatabaseChangePoll)
-                await cancelWhenGracefulShutdown { [watch, seen, read] in
-                    await watch.nextChange(after: seen, before: wake, polling: false)
-                    try? await Task.sleep(until: min(read + Self.changeReadInterval, deadline))
+                await caller.whilePresent { [watch, seen, read] in
+                    await cancelWhenGracefulShutdown {
+                        await watch.nextChange(after: seen, before: wake, polling: false)
+                        try? await Task.sleep(until: min(read + Self.changeReadInterval, deadline))
+                    }
                 }
                 seen = await watch.changes
                 read = .now

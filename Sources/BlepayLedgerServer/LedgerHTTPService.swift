@@ -14,7 +14,7 @@ import Synchronization
 struct LedgerHTTPService: Service {
     let server: HTTPServerBuilder
     let configuration: ServerConfiguration
-    let responder: RouterResponder<BasicRequestContext>
+    let responder: RouterResponder<LedgerRequestContext>
     let services: [any Service]
     let onServerRunning: @Sendable (any Channel) async -> Void
     let logger: Logger
@@ -28,7 +28,7 @@ struct LedgerHTTPService: Service {
             var response: Response
             do {
                 response = try await responder.respond(
-                    to: request, context: BasicRequestContext(source: .init(channel: channel, logger: logger)))
+                    to: request, context: LedgerRequestContext(source: .init(channel: channel, logger: logger)))
             } catch let error as HTTPParserError {
                 throw error
             } catch {

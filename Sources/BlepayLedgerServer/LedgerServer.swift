@@ -87,7 +87,7 @@ public struct LedgerServer: Sendable {
     var http1: HTTP1Channel.Configuration {
         let requestTimeout = TimeAmount.seconds(Int64(configuration.requestTimeoutSeconds))
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestDeadline(limit: requestTimeout)],
+            additionalChannelHandlers: [RequestDeadline(limit: requestTimeout), CallerPresence.Watch()],
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))
     }

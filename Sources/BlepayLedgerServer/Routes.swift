@@ -4,8 +4,8 @@ import Hummingbird
 
 /// The HTTP API (`docs/ledger-openapi.yaml`): each route names who may call it and the operation it runs.
 extension LedgerAPI {
-    func routes() -> Router<BasicRequestContext> {
-        let router = Router()
+    func routes() -> Router<LedgerRequestContext> {
+        let router = Router(context: LedgerRequestContext.self)
         router.add(middleware: UnknownRoutes())
         let operations = self.operations
         // Up means able to answer: the database gives a read (503 `storage.unavailable` when it cannot).
@@ -134,11 +134,11 @@ extension LedgerAPI {
             try operations.renewCertificate(tx, device: try call.device, at: call.now)
         }
         route(router, .get, "/v1/deny-list", .device) { call, tx in try operations.denyList(tx, at: call.now) }
-        router.get("/v1/changes") { request, _ in await self.changes(request) }
+        router.get("/v1/changes") { request, context in await self.changes(request, on: context.channel) }
         return router
     }
 
-    private func route(_ router: Router<BasicRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
+    private func route(_ router: Router<LedgerRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
         _ access: Access, success: Int = 200, anticipate: Anticipate? = nil, operation: @escaping Operation)
     {
         router.on(path, method: method) { request, context in
@@ -152,7 +152,7 @@ extension LedgerAPI {
         }
     }
 
-    private func route(_ router: Router<BasicRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
+    private func route(_ router: Router<LedgerRequestContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
         _ access: Access, success: Int = 200, _ operation: @escaping Operation)
     {
         route(router, method, path, access, success: success, anticipate: nil, operation: operation)

@@ -81,6 +81,30 @@ import Testing
         }
     }
 
+    /// A daemon that restarts, or whose request is cancelled, closes the connection its call was held on: the ledger
+    /// stops holding that call at once (over HTTP and over HTTPS), so that it neither keeps the connection open until
+    /// the wait ends nor counts the call against the device's four. Four calls gone, a fifth is held as ever.
+    @Test(arguments: [false, true])
+    func aCallWhoseCallerWentAwayIsNoLongerHeld(https: Bool) async throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        try await RunningLedger.with(.sqlite, tls: https ? (authority, try authority.issue()) : nil) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 10_000)
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let first = try await cafe.client.changes(after: nil, wait: 0)
+            let gone = (0..<4).map { _ in Task { try await cafe.client.changes(after: first.token, wait: 300) } }
+            try await Task.sleep(for: .seconds(1))
+            for call in gone { call.cancel() }
+            for call in gone { await #expect(throws: (any Error).self) { try await call.value } }
+            try await Task.sleep(for: .seconds(1))
+            async let held = cafe.client.changes(after: first.token, wait: 120)
+            try await Task.sleep(for: .milliseconds(500))
+            _ = try await alice.client.voidPreAuthorization(voucher.voucher.voucherID.description)
+            #expect(try await held != first)
+        }
+    }
+
     /// A ledger that stops answers the calls it holds rather than keeping its shutdown waiting on them.
     @Test func aStoppingLedgerAnswersTheCallsItHolds() async throws {
         let ledger = try await RunningLedger.start(.sqlite)

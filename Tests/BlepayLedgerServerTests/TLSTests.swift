@@ -67,6 +67,24 @@ import Testing
         }
     }
 
+    /// A caller that gives up (a daemon stopping) closes the connection its request went out on. The request was
+    /// sent again on a new connection, as one whose kept connection the ledger closed is, after its caller had gone.
+    @Test func aCancelledRequestIsNotSentAgain() async throws {
+        try await withHTTPSLedger { ledger, _, _ in
+            let cafe = try await ledger.merchant()
+            let request = try ledger.request(by: cafe, amount: 1_200)
+            #expect(try await cafe.client.createPayment(request).status == .authorizationRequired)
+            let opened = cafe.client.connectionsOpened
+            // A status read the ledger holds for its whole wait, on the connection kept from the creation.
+            let held = Task { try await cafe.client.payment(request.paymentID, waitingWhile: .authorizationRequired) }
+            try await Task.sleep(for: .milliseconds(500))
+            held.cancel()
+            await #expect(throws: (any Error).self) { try await held.value }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(cafe.client.connectionsOpened == opened)
+        }
+    }
+
     /// Each request paid a TCP and TLS handshake of its own (a daemon's every probe and payment did): now the client
     /// keeps its connection, and a connection the ledger closed, as idle or as it restarts, is replaced unnoticed.
     @Test func requestsShareOneConnectionUntilTheLedgerClosesIt() async throws {
