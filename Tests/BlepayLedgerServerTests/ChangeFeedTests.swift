@@ -81,6 +81,26 @@ import Testing
         }
     }
 
+    /// While nothing changes a held call costs the ledger nothing: no read, no write, until its wait ends.
+    @Test func aHeldCallReadsNothingWhileNothingChanges() async throws {
+        let (ledger, storage) = try await RunningLedger.watched(.sqlite) { $0.expiryIntervalSeconds = 3600 }
+        do {
+            let cafe = try await ledger.merchant()
+            let first = try await cafe.client.changes(after: nil, wait: 0)
+            let held = Task { try await cafe.client.changes(after: first.token, wait: 4) }
+            try await Task.sleep(for: .seconds(1))
+            let (reads, writes) = (storage.reads.load(ordering: .relaxed), storage.writes.load(ordering: .relaxed))
+            try await Task.sleep(for: .seconds(2))
+            #expect(storage.reads.load(ordering: .relaxed) == reads)
+            #expect(storage.writes.load(ordering: .relaxed) == writes)
+            #expect(try await held.value == first)
+        } catch {
+            try await ledger.stop()
+            throw error
+        }
+        try await ledger.stop()
+    }
+
     /// A daemon that restarts, or whose request is cancelled, closes the connection its call was held on: the ledger
     /// stops holding that call at once (over HTTP and over HTTPS), so that it neither keeps the connection open until
     /// the wait ends nor counts the call against the device's four. Four calls gone, a fifth is held as ever.

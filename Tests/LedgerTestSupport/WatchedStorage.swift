@@ -1,11 +1,12 @@
 import BlepayLedgerStore
 import Synchronization
 
-/// A storage that counts the write transactions asked of it, and fails every transaction while `unavailable`, as a
+/// A storage that counts the transactions asked of it, and fails every transaction while `unavailable`, as a
 /// database that went away would.
 public final class WatchedStorage: LedgerStorage {
     public let base: any LedgerStorage
     public let writes = Atomic<Int>(0)
+    public let reads = Atomic<Int>(0)
     public let unavailable = Atomic<Bool>(false)
 
     public init(_ base: any LedgerStorage) { self.base = base }
@@ -19,6 +20,7 @@ public final class WatchedStorage: LedgerStorage {
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLTransaction) throws -> T) async throws -> T {
+        reads.add(1, ordering: .relaxed)
         try check()
         return try await base.read(body)
     }
