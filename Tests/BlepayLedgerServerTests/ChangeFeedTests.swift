@@ -87,8 +87,10 @@ import Testing
         do {
             let cafe = try await ledger.merchant()
             let first = try await cafe.client.changes(after: nil, wait: 0)
+            let before = storage.writes.load(ordering: .relaxed)
             let held = Task { try await cafe.client.changes(after: first.token, wait: 4) }
-            try await Task.sleep(for: .seconds(1))
+            // Held once its one transaction (authentication, with the first read) is done.
+            while storage.writes.load(ordering: .relaxed) == before { try await Task.sleep(for: .milliseconds(10)) }
             let (reads, writes) = (storage.reads.load(ordering: .relaxed), storage.writes.load(ordering: .relaxed))
             try await Task.sleep(for: .seconds(2))
             #expect(storage.reads.load(ordering: .relaxed) == reads)
