@@ -83,8 +83,7 @@ import Testing
 
     /// While nothing changes a held call costs the ledger nothing: no read, no write, until its wait ends.
     @Test func aHeldCallReadsNothingWhileNothingChanges() async throws {
-        let (ledger, storage) = try await RunningLedger.watched(.sqlite) { $0.expiryIntervalSeconds = 3600 }
-        do {
+        try await RunningLedger.withWatched(.sqlite, configure: { $0.expiryIntervalSeconds = 3600 }) { ledger, storage in
             let cafe = try await ledger.merchant()
             let first = try await cafe.client.changes(after: nil, wait: 0)
             let before = storage.writes.load(ordering: .relaxed)
@@ -96,11 +95,7 @@ import Testing
             #expect(storage.reads.load(ordering: .relaxed) == reads)
             #expect(storage.writes.load(ordering: .relaxed) == writes)
             #expect(try await held.value == first)
-        } catch {
-            try await ledger.stop()
-            throw error
         }
-        try await ledger.stop()
     }
 
     /// A daemon that restarts, or whose request is cancelled, closes the connection its call was held on: the ledger

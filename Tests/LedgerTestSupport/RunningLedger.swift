@@ -124,12 +124,23 @@ public final class RunningLedger: Sendable {
         configure: (inout LedgerConfiguration) -> Void = { _ in },
         _ body: (RunningLedger) async throws -> Void) async throws
     {
-        let ledger = try await start(kind, tls: tls, configure: configure)
-        do { try await body(ledger) } catch {
-            try await ledger.stop()
+        try await start(kind, tls: tls, configure: configure).stopped(after: body)
+    }
+
+    /// Runs `body` with a ledger over a `WatchedStorage`, then stops the ledger, whether `body` threw or not.
+    public static func withWatched(_ kind: StorageKind, configure: (inout LedgerConfiguration) -> Void = { _ in },
+        _ body: (RunningLedger, WatchedStorage) async throws -> Void) async throws
+    {
+        let (ledger, storage) = try await watched(kind, configure: configure)
+        try await ledger.stopped { try await body($0, storage) }
+    }
+
+    private func stopped(after body: (RunningLedger) async throws -> Void) async throws {
+        do { try await body(self) } catch {
+            try await stop()
             throw error
         }
-        try await ledger.stop()
+        try await stop()
     }
 
     // MARK: parties
