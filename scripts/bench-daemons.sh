@@ -76,6 +76,9 @@ for d in sorted(r["idle_cpu_percent"]):
     if d in r.get("rss_file_mb", {}):
         print("bench: daemons %s resident after idling: %.1f MB of its binary's pages (file-backed, shared), %.1f MB its own"
               % (d, r["rss_file_mb"][d], r["rss_anon_mb"][d]))
+    preempted = r.get("idle_preempted_per_s", {}).get(d)
+    if preempted is not None:
+        print("bench: daemons %s idle, preempted while running (not wake-ups): %.1f/s" % (d, preempted))
     threads = r.get("idle_thread_wakeups_per_s", {}).get(d, {})
     if threads:
         print("bench: daemons %s idle wake-ups/s by thread: %s" % (d, ", ".join("%s %.1f" % item for item in threads.items())))

@@ -9,7 +9,7 @@
 #     `bluetoothctl --version`'s;
 #   broadcast: c2..cN join; the same client's SendPaymentRequest call -> the last of c1..cN shown the request, then its
 #     AcceptPayment call for c1 -> the last otherPaid of every other one;
-#   idle: each daemon's CPU and wake-ups (context switches of all its threads) per second over 30 s without
+#   idle: each daemon's CPU and wake-ups (voluntary context switches of all its threads) per second over 30 s without
 #     payments, from 20 s after the broadcast, and its peak RSS (VmHWM) over the whole run;
 #   both offline: the ledger stops; OFFLINE payments with c1 under its voucher, by the same client: accept ->
 #     finishedPayment, pending settlement (the business checks and keeps each before it answers).
@@ -220,14 +220,16 @@ span_end broadcast "$client_pid=bench-client"
 step done
 finish
 
-# Idle: CPU and wake-ups over 30 s without payments; peak RSS over the whole run. A wake-up is a context switch of
-# one of the daemon's threads, voluntary (it slept and was woken) or not: each is counted once. Threads come and go
-# (the runtime's worker pool): one that began within the 30 s counts whole, one that ended within them is not counted
+# Idle: CPU and wake-ups over 30 s without payments; peak RSS over the whole run. A wake-up is a voluntary context
+# switch of one of the daemon's threads: it went to sleep, so something had to wake it. A nonvoluntary switch is the
+# thread preempted while it ran, which on the rig's one emulated CPU happens whenever it wakes another thread or
+# process that then runs first; it is counted apart ("preempted"), not as a wake-up. Threads come and go (the
+# runtime's worker pool): one that began within the 30 s counts whole, one that ended within them is not counted
 # (summing the live threads' counters instead once gave a negative rate).
 cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "/run/blepay-$1.pid")/stat"; }
-# switches DAEMON [EARLIER]: each live thread's "tid=count"; with EARLIER (such a list), the switches since: the
-# total, then "NAME COUNT" for each thread name (what wakes: "blepay-dbus" a D-Bus connection, "NIO-ELT-…" a
-# network event loop, the runtime's pool the rest).
+# switches DAEMON [EARLIER]: each live thread's "tid=voluntary,nonvoluntary"; with EARLIER (such a list), the
+# switches since: the wake-ups, the preemptions, then "NAME WAKEUPS" for each thread name (what wakes: "blepay-dbus"
+# a D-Bus connection, "NIO-…" a network event loop, the runtime's pool the rest).
 switches() {
   python3 - "$(cat "/run/blepay-$1.pid")" "${2:-}" <<'PY'
 import collections, glob, sys
@@ -238,16 +240,19 @@ for path in glob.glob("/proc/%s/task/*/status" % sys.argv[1]):
     except OSError:
         continue  # the thread ended meanwhile
     tid = path.split("/")[4]
-    now[tid] = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+    now[tid] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
     names[tid] = fields["Name"].strip().replace(" ", "_")
 if not sys.argv[2]:
-    print(" ".join("%s=%d" % item for item in now.items()))
+    print(" ".join("%s=%d,%d" % (tid, *n) for tid, n in now.items()))
 else:
-    earlier = dict((tid, int(n)) for tid, n in (item.split("=") for item in sys.argv[2].split()))
-    by_name = collections.Counter()
-    for tid, n in now.items():
-        by_name[names[tid]] += n - earlier.get(tid, 0)
+    earlier = dict((tid, tuple(map(int, n.split(",")))) for tid, n in (item.split("=") for item in sys.argv[2].split()))
+    by_name, preempted = collections.Counter(), 0
+    for tid, (woken, ran) in now.items():
+        was = earlier.get(tid, (0, 0))
+        by_name[names[tid]] += woken - was[0]
+        preempted += ran - was[1]
     print(sum(by_name.values()))
+    print(preempted)
     for name, n in by_name.most_common():
         if n: print(name, n)
 PY
@@ -289,8 +294,10 @@ ticks=$(getconf CLK_TCK)
 for d in "${daemons[@]}"; do
   record "idle_cpu_percent.$d" "$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / $ticks / 30 * 100)" "$(cpu "$d")" "${before[$d]}")"
   switches "$d" "${woken[$d]}" > "$out/idle-$d.switches"
-  record "idle_wakeups_per_s.$d" "$(python3 -c "import sys; print(int(sys.argv[1]) / 30)" "$(head -n 1 "$out/idle-$d.switches")")"
-  tail -n +2 "$out/idle-$d.switches" | while read -r name n; do
+  { read -r woken_n; read -r preempted_n; } < "$out/idle-$d.switches"
+  record "idle_wakeups_per_s.$d" "$(python3 -c "print($woken_n / 30)")"
+  record "idle_preempted_per_s.$d" "$(python3 -c "print($preempted_n / 30)")"
+  tail -n +3 "$out/idle-$d.switches" | while read -r name n; do
     record "idle_thread_wakeups_per_s/$d/$name" "$(python3 -c "print($n / 30)")"
   done
   record "peak_rss_mb.$d" "$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$(cat "/run/blepay-$d.pid")/status")"
@@ -341,6 +348,7 @@ result = {
     "legs_p50_ms": {k[len("leg."):]: pct(v, 50) * 1000 for k, v in samples.items() if k.startswith("leg.")},
     "idle_cpu_percent": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_cpu_percent.")},
     "idle_wakeups_per_s": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_wakeups_per_s.")},
+    "idle_preempted_per_s": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("idle_preempted_per_s.")},
     "peak_rss_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("peak_rss_mb.")},
     "rss_file_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("rss_file_mb.")},
     "rss_anon_mb": {k.split(".")[1]: v[0] for k, v in samples.items() if k.startswith("rss_anon_mb.")},
