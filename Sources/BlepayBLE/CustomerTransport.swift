@@ -24,10 +24,9 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         /// and it is replaced, so that a business staying connected cannot hold on to one identity.
         public var identityGrace: Duration
         /// How long a central may stay connected without completing the handshake; it is then hung up, since the
-        /// controller stops advertising while a central is connected and the customer would stay unseen. The
-        /// default covers the virtual rig's worst case: service discovery alone took up to ~35 s under emulation
-        /// before the business wrote handshake 1, then the info read, the subscription and the handshake's own
-        /// 10 s.
+        /// customer does not advertise while a central is connected and would stay unseen. The default covers the
+        /// virtual rig's worst case: service discovery alone took up to ~35 s under emulation before the business
+        /// wrote handshake 1, then the info read, the subscription and the handshake's own 10 s.
         public var handshakeDeadline: Duration
         /// Whether to power the adapter off and on when the identity is replaced, so that the BLE address changes
         /// with it. Only for bluetoothd running with `Privacy` (main.conf): the kernel then advertises under a
@@ -81,7 +80,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     private let advertisement = Mutex<AdvertisementHandle?>(nil)
     /// Where businesses open L2CAP channels, while `run` runs; nil without one.
     private let listener = Mutex<L2CAPListener?>(nil)
-    /// Requests to advertise afresh, carried out one at a time by `run`.
+    /// Asks `run` to bring the advertisement in line, one request at a time: registered afresh while no central is
+    /// connected, withdrawn while one is.
     private let readvertise = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     /// The identity was replaced and the address is to follow before the next advertisement (`renewsAddress`).
     private let addressDue = Mutex(false)
@@ -105,6 +105,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     public func run(ready: @Sendable () -> Void = {}) async throws(BlueZError) {
         defer { links.finish() }
         try await adapter.setPowered(true)
+        // Followed before the advertisement goes up: a business may connect the moment it does.
+        let connections = adapter.connectionEvents()
         let listener = listen()
         defer { listener?.close() }
         let handle = try await adapter.serve(gattApplication())
@@ -117,7 +119,6 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
         logger.info("serving and advertising", metadata: ["adapter": "\(adapter.name)"])
         ready()
-        let connections = adapter.connectionEvents()
         // Only what `recover` acts on: the radio's other events (devices seen, their signal strength) wake no task.
         let adapterPath = adapter.path
         let bluetoothd = adapter.session.changes { event in Recovery(event, adapter: adapterPath) }
@@ -127,6 +128,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
                     if event.connected {
                         centrals.connected(event.device.path)
                         links.wakeup.signal()  // its handshake deadline runs from now
+                        readvertise.continuation.yield()
                     } else {
                         linkWentDown(event.device.path)
                     }
@@ -140,6 +142,10 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             }
             group.addTask { [self] in
                 for await _ in readvertise.stream {
+                    guard centrals.isEmpty else {
+                        await withdraw()
+                        continue
+                    }
                     do {
                         if addressDue.withLock({ due in defer { due = false }; return due }) { try await renewAddress() }
                         try await advertise()
@@ -151,7 +157,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             await group.next()
             group.cancelAll()
         }
-        await advertisement.withLock { $0.take() }?.stop()
+        await withdraw()
         // In a task of their own: this one is cancelled, and hanging up waits and calls bluetoothd.
         let devices = centrals.devices
         await Task { [self] in
@@ -374,8 +380,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         if centrals.isEmpty { advertiseAfresh() }
     }
 
-    /// The controller stops advertising when a central connects: once none is left, advertise afresh for the
-    /// next one, under a new identity if the old one has served its time.
+    /// No advertisement while a central is connected: once none is left, advertise afresh for the next one, under a
+    /// new identity if the old one has served its time.
     private func advertiseAfresh() {
         let replaced = identity.withLock { identity in
             guard ContinuousClock.now - identity.since > configuration.identityLifetime else { return false }
@@ -462,6 +468,12 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         }
     }
 
+    /// Unregisters the advertisement, if one is registered. A central's connection does not end it (in the rig,
+    /// Linux 6.1 and BlueZ 5.66, connected customers were still reported by every scan), and a customer advertised
+    /// while a business is connected would draw other businesses to connections it refuses, cost air and power, and
+    /// wake each scanning business at every scan restart.
+    private func withdraw() async { await advertisement.withLock { $0.take() }?.stop() }
+
     /// (Re)registers the advertisement with the current identity and capabilities.
     private func advertise() async throws(BlueZError) {
         let ephemeralID: FixedBytes<Bytes8>
@@ -473,7 +485,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         let data = AdvertisementData(
             version: BlepayProtocol.versions.max() ?? 1, capabilities: capabilities.withLock { $0 },
             ephemeralID: ephemeralID)
-        await advertisement.withLock { $0.take() }?.stop()
+        await withdraw()
         let handle = try await adapter.advertise(Advertisement(serviceData: [GattLayout.service: data.encoded]))
         advertisement.withLock { $0 = handle }
     }

@@ -33,9 +33,9 @@ import TestSupport
             $0.identityGrace = .seconds(2)
         }
         defer { c.stop() }
-        let (business, peer) = try await c.connectedBusiness()
-        // No identity is replaced while a central is connected: this is the one in use.
+        // The identity the business connects under; none is replaced while a central is connected.
         let inUse = try #require(c.advertisement.flatMap(ephemeralID))
+        let (business, peer) = try await c.connectedBusiness()
 
         try await c.events.contains("disconnected", within: .seconds(20)) { $0.disconnected == peer }
         #expect(ContinuousClock.now - began > .seconds(7))

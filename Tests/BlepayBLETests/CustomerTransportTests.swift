@@ -14,10 +14,13 @@ struct CustomerUnderTest {
     let events: Recorder<TransportEvent>
     let run: Task<Void, any Error>
 
-    static func start(_ configure: (inout CustomerTransport.Configuration) -> Void = { _ in }) async throws
-        -> CustomerUnderTest
-    {
+    /// `prepare` sees the fixture before the transport runs.
+    static func start(
+        _ configure: (inout CustomerTransport.Configuration) -> Void = { _ in },
+        prepare: (BLEFixture) -> Void = { _ in }
+    ) async throws -> CustomerUnderTest {
         let f = try await BLEFixture()
+        prepare(f)
         let merchant = try Merchant()
         var configuration = CustomerTransport.Configuration(trustedLedgerKeys: merchant.trustedLedgerKeys)
         configure(&configuration)
@@ -82,8 +85,35 @@ struct CustomerUnderTest {
         let registered = c.registrations()
         try await business.central.disconnect()
         try await c.events.contains("disconnected") { $0.disconnected == peer }
-        // The controller stopped advertising when the business connected.
-        try await eventually("advertising again") { c.registrations() > registered }
+        try await eventually("advertising again") { c.registrations() > registered && c.advertisement != nil }
+    }
+
+    /// A customer a business is connected to is not advertised: other businesses would connect only to be refused,
+    /// and every scanning business would hear of it at each scan. Its advertisement comes back when the link ends.
+    @Test func noAdvertisementWhileABusinessIsConnected() async throws {
+        let c = try await CustomerUnderTest.start()
+        defer { c.stop() }
+        #expect(c.advertisement != nil)
+        let (business, peer) = try await c.connectedBusiness()
+        try await eventually("the advertisement withdrawn") { c.advertisement == nil }
+        #expect(c.f.bluetoothd.calls("UnregisterAdvertisement").count == 1)
+
+        try await business.central.disconnect()
+        try await c.events.contains("disconnected") { $0.disconnected == peer }
+        try await eventually("advertised again") { c.advertisement != nil }
+    }
+
+    /// A business that connects the moment the advertisement is up, before the customer hears it registered, is
+    /// seen connected all the same (the customer follows connections before it advertises).
+    @Test func aConnectionAsTheAdvertisementGoesUpIsSeen() async throws {
+        let c = try await CustomerUnderTest.start(prepare: { f in
+            f.bluetoothd.whenAdvertised { [bluetoothd = f.bluetoothd] in
+                let application = try #require(bluetoothd.applications.values.first)
+                _ = try await bluetoothd.connectCentral(address: "00:AA:01:01:00:09", to: application)
+            }
+        })
+        defer { c.stop() }
+        try await eventually("the advertisement withdrawn") { c.advertisement == nil }
     }
 
     @Test func afterBluetoothdRestartsTheCustomerIsFoundAndServesAgain() async throws {

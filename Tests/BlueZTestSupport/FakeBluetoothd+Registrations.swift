@@ -59,7 +59,12 @@ extension FakeBluetoothd {
         else { throw Self.failed("Failed to parse advertisement.") }
         let registration = Registration(
             owner: call.sender, path: path, objects: [path: ["org.bluez.LEAdvertisement1": properties]])
-        state.withLock { $0.advertisements[path] = registration }
+        let onAdvertised = state.withLock { state in
+            state.advertisements[path] = registration
+            defer { state.onAdvertised = nil }
+            return state.onAdvertised
+        }
+        try await onAdvertised?()
     }
 
     /// `a{sv}` of UUID to `<ay>`, as `parse_service_data` reads it.

@@ -136,6 +136,8 @@ public final class FakeBluetoothd: Sendable {
         var rearming: Set<DBusObjectPath> = []
         var applications: [DBusObjectPath: Registration] = [:]
         var advertisements: [DBusObjectPath: Registration] = [:]
+        /// Run once, when the next advertisement is registered and before its registration is answered.
+        var onAdvertised: (@Sendable () async throws -> Void)?
         /// An application's characteristic → the centrals subscribed to it.
         var subscribers: [DBusObjectPath: Set<DBusObjectPath>] = [:]
         /// A central → its writes sent to an application and not answered yet.
@@ -171,6 +173,11 @@ public final class FakeBluetoothd: Sendable {
     public var advertisements: [DBusObjectPath: Registration] { state.withLock { $0.advertisements } }
     public var linkEvents: [LinkEvent] { state.withLock { $0.linkEvents } }
     public func isConnected(_ device: DBusObjectPath) -> Bool { state.withLock { $0.connected.contains(device) } }
+
+    /// Runs `body` once, as soon as the next advertisement is registered: before its client hears that it is.
+    public func whenAdvertised(_ body: @escaping @Sendable () async throws -> Void) {
+        state.withLock { $0.onAdvertised = body }
+    }
 
     /// The next `times` calls of `member` on `path` answer `org.bluez.Error.InProgress`.
     public func answerInProgress(_ path: DBusObjectPath, _ member: String, times: Int) {
