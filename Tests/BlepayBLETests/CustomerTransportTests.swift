@@ -114,6 +114,7 @@ struct CustomerUnderTest {
         })
         defer { c.stop() }
         try await eventually("the advertisement withdrawn") { c.advertisement == nil }
+        #expect(c.registrations() == 1)
     }
 
     @Test func afterBluetoothdRestartsTheCustomerIsFoundAndServesAgain() async throws {
