@@ -98,23 +98,23 @@ start() {
 }
 
 # ready_check BUS_NAME [ADAPTER PROPERTY]: a command that succeeds when BUS_NAME has an owner and, if given, the
-# adapter's BlueZ property is set: ActiveInstances for a customer's advertisement, or a device there already (a
-# customer withdraws its advertisement once a business has connected); Discovering for a business, or a device found
-# already (a business stops discovery while it connects to a customer it found). The command runs
-# in its own /bin/sh (notify-listener.py): it can call none of these functions, and with no pipefail there a
-# `grep -q` that stops reading early is harmless.
+# adapter's BlueZ property is set (ActiveInstances for a customer's advertisement, Discovering for a business) or a
+# device is there already: a customer withdraws its advertisement once a business has connected, and a business
+# stops discovery while it connects to a customer it found. The command runs in its own /bin/sh
+# (notify-listener.py): it can call none of these functions, and with no pipefail there a `grep -q` that stops
+# reading early is harmless.
 ready_check() {
   local check="dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus"
   check+=" org.freedesktop.DBus.GetNameOwner string:$1"
-  local tree="dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects"
+  local interface set
   case ${3:-} in
-    Discovering)
-      check+=" && ($(bluez_property "$2" Adapter1 Discovering) | grep -q 'boolean true' || $tree | grep -q '/org/bluez/$2/dev_')"
-      ;;
-    ActiveInstances)
-      check+=" && ($(bluez_property "$2" LEAdvertisingManager1 ActiveInstances) | grep -q 'byte 1' || $tree | grep -q '/org/bluez/$2/dev_')"
-      ;;
+    Discovering) interface=Adapter1 set='boolean true' ;;
+    ActiveInstances) interface=LEAdvertisingManager1 set='byte 1' ;;
   esac
+  if [[ -n ${interface:-} ]]; then
+    local tree="dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects"
+    check+=" && ($(bluez_property "$2" "$interface" "$3") | grep -q '$set' || $tree | grep -q '/org/bluez/$2/dev_')"
+  fi
   echo "$check"
 }
 # Whether bluetoothd's object tree has a path containing $1. Read whole: with many adapters the tree is longer than a
