@@ -12,7 +12,8 @@ import Synchronization
 /// SDUs of the L2CAP channel the business opened to the PSM the info characteristic names.
 ///
 /// One business at a time: BlueZ 5.66 sends a notification to every subscribed central, so while a business is
-/// connected a second one's writes are refused (`NotPermitted`) and it finds no advertisement to connect to.
+/// served a second one's writes are refused (`NotPermitted`) and it finds no advertisement to connect to. A central
+/// that has not begun the handshake leaves the customer advertised: it may be anything that connects to devices.
 public final class CustomerTransport: PaymentTransport, Sendable {
     public struct Configuration: Sendable {
         /// Ledger keys whose merchant certificates are accepted.
@@ -23,10 +24,10 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         /// How long past `identityLifetime` connected centrals may keep the identity in use: they are then hung up
         /// and it is replaced, so that a business staying connected cannot hold on to one identity.
         public var identityGrace: Duration
-        /// How long a central may stay connected without completing the handshake; it is then hung up, since the
-        /// customer does not advertise while a central is connected and would stay unseen. The default covers the
-        /// virtual rig's worst case: service discovery alone took up to ~35 s under emulation before the business
-        /// wrote handshake 1, then the info read, the subscription and the handshake's own 10 s.
+        /// How long a central may stay connected without completing the handshake; it is then hung up, so that it
+        /// holds neither the connection nor the identity (replaced only while no central is connected). The default
+        /// covers the virtual rig's worst case: service discovery alone took up to ~35 s under emulation before the
+        /// business wrote handshake 1, then the info read, the subscription and the handshake's own 10 s.
         public var handshakeDeadline: Duration
         /// Whether to power the adapter off and on when the identity is replaced, so that the BLE address changes
         /// with it. Only for bluetoothd running with `Privacy` (main.conf): the kernel then advertises under a
@@ -50,6 +51,13 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             self.renewsAddress = renewsAddress
             self.l2cap = l2cap
         }
+    }
+
+    /// The advertisement registered; `data` is nil once BlueZ may have dropped it (bluetoothd restarted, the power
+    /// cycled), so that it is registered again.
+    private struct Advertised {
+        let handle: AdvertisementHandle
+        var data: AdvertisementData?
     }
 
     /// What the customer shows nearby businesses; replaced together, never derived from who the customer is.
@@ -77,11 +85,11 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     private let identity = Mutex(Identity())
     private let capabilities: Mutex<Capabilities>
     private let application = Mutex<GattApplicationHandle?>(nil)
-    private let advertisement = Mutex<AdvertisementHandle?>(nil)
+    private let advertisement = Mutex<Advertised?>(nil)
     /// Where businesses open L2CAP channels, while `run` runs; nil without one.
     private let listener = Mutex<L2CAPListener?>(nil)
-    /// Asks `run` to bring the advertisement in line, one request at a time: registered afresh while no central is
-    /// connected, withdrawn while one is.
+    /// Asks `run` to bring the advertisement in line, one request at a time: withdrawn while a business is served,
+    /// else registered with what the customer shows now unless BlueZ holds that already.
     private let readvertise = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     /// The identity was replaced and the address is to follow before the next advertisement (`renewsAddress`).
     private let addressDue = Mutex(false)
@@ -128,7 +136,6 @@ public final class CustomerTransport: PaymentTransport, Sendable {
                     if event.connected {
                         centrals.connected(event.device.path)
                         links.wakeup.signal()  // its handshake deadline runs from now
-                        readvertise.continuation.yield()
                     } else {
                         linkWentDown(event.device.path)
                     }
@@ -142,7 +149,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             }
             group.addTask { [self] in
                 for await _ in readvertise.stream {
-                    guard centrals.isEmpty else {
+                    guard links.isEmpty else {
                         await withdraw()
                         continue
                     }
@@ -178,7 +185,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
     /// What the advertisement and info characteristic say from now on (online, holding a pre-authorization).
     public func setCapabilities(_ new: Capabilities) {
         guard capabilities.withLock({ old in defer { old = new }; return old != new }) else { return }
-        if centrals.isEmpty { readvertise.continuation.yield() }
+        readvertise.continuation.yield()
     }
 
     // MARK: GATT
@@ -248,6 +255,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             throw BlueZError(.invalidArguments, error.description)
         }
         let (peer, outbox) = links.add(link, at: device)
+        readvertise.continuation.yield()
         logger.info("business connected", metadata: ["peer": "\(peer)", "transport": "\(transport)", "mtu": "\(mtu)"])
         Task { [self] in
             for await outgoing in outbox {
@@ -328,6 +336,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             return
         }
         let (peer, outbox) = links.add(link, at: device.path)
+        readvertise.continuation.yield()
         logger.info(
             "business connected",
             metadata: ["peer": "\(peer)", "transport": "l2cap", "mtu": "\(channel.sendMTU)", "address": "\(channel.peer)"])
@@ -377,13 +386,13 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             logger.info("business disconnected", metadata: ["peer": "\(peer)"])
             links.remove(peer)
         }
-        if centrals.isEmpty { advertiseAfresh() }
+        advertiseAfresh()
     }
 
-    /// No advertisement while a central is connected: once none is left, advertise afresh for the next one, under a
-    /// new identity if the old one has served its time.
+    /// Advertises for the next business, under a new identity if the old one has served its time and no central
+    /// is connected (one may be in the middle of a handshake with it).
     private func advertiseAfresh() {
-        let replaced = identity.withLock { identity in
+        let replaced = centrals.isEmpty && identity.withLock { identity in
             guard ContinuousClock.now - identity.since > configuration.identityLifetime else { return false }
             identity = Identity()
             return true
@@ -413,11 +422,11 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             } catch {
                 logger.warning("powering the adapter failed", metadata: ["error": "\(error)"])
             }
-            readvertise.continuation.yield()
+            advertisementDropped()
         case .adapterPoweredOn:
             // Powered off and on again: BlueZ dropped the advertisement with the power.
             logger.info("the adapter is powered again; advertising again")
-            readvertise.continuation.yield()
+            advertisementDropped()
         }
     }
 
@@ -470,11 +479,17 @@ public final class CustomerTransport: PaymentTransport, Sendable {
 
     /// Unregisters the advertisement, if one is registered. A central's connection does not end it (in the rig,
     /// Linux 6.1 and BlueZ 5.66, connected customers were still reported by every scan), and a customer advertised
-    /// while a business is connected would draw other businesses to connections it refuses, cost air and power, and
+    /// while a business is served would draw other businesses to connections it refuses, cost air and power, and
     /// wake each scanning business at every scan restart.
-    private func withdraw() async { await advertisement.withLock { $0.take() }?.stop() }
+    private func withdraw() async { await advertisement.withLock { $0.take() }?.handle.stop() }
 
-    /// (Re)registers the advertisement with the current identity and capabilities.
+    /// BlueZ may have dropped the advertisement: registered again at the next request, even if it says the same.
+    private func advertisementDropped() {
+        advertisement.withLock { $0?.data = nil }
+        readvertise.continuation.yield()
+    }
+
+    /// Registers the advertisement with the current identity and capabilities, unless BlueZ holds it already.
     private func advertise() async throws(BlueZError) {
         let ephemeralID: FixedBytes<Bytes8>
         do throws(ProtocolError) {
@@ -485,8 +500,9 @@ public final class CustomerTransport: PaymentTransport, Sendable {
         let data = AdvertisementData(
             version: BlepayProtocol.versions.max() ?? 1, capabilities: capabilities.withLock { $0 },
             ephemeralID: ephemeralID)
+        guard advertisement.withLock({ $0?.data != data }) else { return }
         await withdraw()
         let handle = try await adapter.advertise(Advertisement(serviceData: [GattLayout.service: data.encoded]))
-        advertisement.withLock { $0 = handle }
+        advertisement.withLock { $0 = Advertised(handle: handle, data: data) }
     }
 }

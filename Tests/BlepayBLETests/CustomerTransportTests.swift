@@ -103,17 +103,37 @@ struct CustomerUnderTest {
         try await eventually("advertised again") { c.advertisement != nil }
     }
 
-    /// A business that connects the moment the advertisement is up, before the customer hears it registered, is
-    /// seen connected all the same (the customer follows connections before it advertises).
+    /// A central that connects without beginning the handshake (anything nearby may connect to devices) does not
+    /// hide the customer: it is withdrawn while a business is served, and advertised again once that business has
+    /// left although the other central is still connected.
+    @Test func aCentralThatHasNotBegunTheHandshakeLeavesTheCustomerAdvertised() async throws {
+        let c = try await CustomerUnderTest.start()
+        defer { c.stop() }
+        let application = try #require(c.f.bluetoothd.applications.values.first)
+        let stray = try await c.f.bluetoothd.connectCentral(address: "00:AA:01:01:00:09", to: application)
+        let (business, peer) = try await c.connectedBusiness()
+        try await eventually("withdrawn while the business is served") { c.advertisement == nil }
+
+        try await business.central.disconnect()
+        try await c.events.contains("disconnected") { $0.disconnected == peer }
+        try await eventually("advertised again") { c.advertisement != nil }
+        #expect(stray.isConnected)
+    }
+
+    /// A central that connects the moment the advertisement is up, before the customer hears it registered, is
+    /// seen all the same (the customer follows connections before it advertises): its handshake deadline runs.
     @Test func aConnectionAsTheAdvertisementGoesUpIsSeen() async throws {
-        let c = try await CustomerUnderTest.start(prepare: { f in
+        let address = "00:AA:01:01:00:09"
+        let c = try await CustomerUnderTest.start({ $0.handshakeDeadline = .seconds(1) }, prepare: { f in
             f.bluetoothd.whenAdvertised { [bluetoothd = f.bluetoothd] in
                 let application = try #require(bluetoothd.applications.values.first)
-                _ = try await bluetoothd.connectCentral(address: "00:AA:01:01:00:09", to: application)
+                _ = try await bluetoothd.connectCentral(address: address, to: application)
             }
         })
         defer { c.stop() }
-        try await eventually("the advertisement withdrawn") { c.advertisement == nil }
+        try await eventually("hung up at its handshake deadline") {
+            c.f.bluetoothd.calls("Disconnect").map(\.path.rawValue) == ["/org/bluez/hci0/dev_00_AA_01_01_00_09"]
+        }
         #expect(c.registrations() == 1)
     }
 
