@@ -50,7 +50,7 @@ struct ExpirySweeper: Service, CustomStringConvertible {
     }
 
     /// Sweeps if a deadline has come, else reads when the next one comes. A failure is logged and taken as due
-    /// again after an interval.
+    /// again after an interval; a pass cut short by shutdown is not a failure.
     func pass() async -> Pass {
         let now = clock()
         do {
@@ -63,6 +63,8 @@ struct ExpirySweeper: Service, CustomStringConvertible {
                 ])
                 await watch.changed()
             }
+        } catch is CancellationError {
+            // The ledger is stopping: what was due is swept at its next start.
         } catch {
             logger.warning("expiry sweep failed; retrying after an interval", metadata: ["error": "\(error)"])
         }

@@ -5,6 +5,7 @@ import BlepayPayments
 import BlepayProtocol
 import Foundation
 import GRDB
+import LedgerTestSupport
 import Testing
 @testable import BlepayDaemon
 

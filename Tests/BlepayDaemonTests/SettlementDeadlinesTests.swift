@@ -2,6 +2,7 @@ import BlepayDaemonStore
 import BlepayLedgerClient
 import BlepayProtocol
 import Crypto
+import LedgerTestSupport
 import Testing
 
 @testable import BlepayDaemon

@@ -3,6 +3,7 @@ import BlepayLedger
 import BlepayLedgerStore
 import BlepayProtocol
 import LedgerTestSupport
+import Logging
 import Synchronization
 import Testing
 
@@ -15,9 +16,28 @@ import Testing
         func set(_ value: Timestamp) { time.withLock { $0 = value } }
     }
 
-    func sweeper(_ storage: any LedgerStorage, _ operations: LedgerOperations, _ clock: TestClock) -> ExpirySweeper {
+    func sweeper(_ storage: any LedgerStorage, _ operations: LedgerOperations, _ clock: TestClock,
+        logger: Logger = testLogger) -> ExpirySweeper
+    {
         ExpirySweeper(storage: storage, operations: operations, watch: ChangeWatch(pollInterval: nil), interval: .seconds(1),
-            clock: { clock.now }, logger: testLogger)
+            clock: { clock.now }, logger: logger)
+    }
+
+    /// A pass cut short by the ledger's shutdown is not a failed sweep: seen as "expiry sweep failed" in the log of
+    /// a ledger stopped with SIGTERM right after it started.
+    @Test(arguments: StorageKind.allCases)
+    func aPassCutShortByShutdownLogsNoFailure(kind: StorageKind) async throws {
+        try await withStorage(kind) { storage in
+            let log = LogRecorder()
+            let sweeper = sweeper(storage, LedgerOperations(ledgerKey: SigningKey()), TestClock(LedgerServer.systemClock()),
+                logger: log.logger)
+            let pass = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await sweeper.pass()
+            }
+            #expect(await pass.value == .swept)
+            #expect(log.lines.isEmpty)
+        }
     }
 
     @Test(arguments: StorageKind.allCases)
