@@ -7,7 +7,6 @@ import BlepayProtocol
 import Crypto
 import Foundation
 import Hummingbird
-import LedgerTestSupport
 import Logging
 import NIOCore
 import NIOHTTP1
