@@ -99,7 +99,7 @@ start() {
 
 # ready_check BUS_NAME [ADAPTER PROPERTY]: a command that succeeds when BUS_NAME has an owner and, if given, the
 # adapter's BlueZ property is set (ActiveInstances for a customer's advertisement, Discovering for a business) or a
-# device is there already: a customer withdraws its advertisement once a business has connected, and a business
+# device is there already: a customer withdraws its advertisement while it serves a business, and a business
 # stops discovery while it connects to a customer it found. The command runs in its own /bin/sh
 # (notify-listener.py): it can call none of these functions, and with no pipefail there a `grep -q` that stops
 # reading early is harmless.

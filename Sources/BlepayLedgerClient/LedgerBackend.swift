@@ -52,7 +52,7 @@ public struct LedgerBackend: PaymentLedger {
     private func outcome(_ error: LedgerClientError) -> LedgerOutcome {
         switch error {
         case .refused: .notExecuted(error.paymentError)
-        case .unavailable, .invalidResponse, .tlsFailed, .insecureTransport: .unknown(error.description)
+        case .unavailable, .cancelled, .invalidResponse, .tlsFailed, .insecureTransport: .unknown(error.description)
         }
     }
 }

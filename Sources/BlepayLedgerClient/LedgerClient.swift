@@ -179,6 +179,7 @@ public struct LedgerClient: Sendable {
                 tls?.report(error, logger: logger)
                 throw error
             } catch {
+                if Task.isCancelled { break }
                 lastFailure = "\(error)"
                 logger.debug("ledger request failed", metadata: ["path": "\(path)", "attempt": "\(attempt)", "error": "\(error)"])
                 continue
@@ -198,6 +199,7 @@ public struct LedgerClient: Sendable {
                 throw .refused(status: status, refusal.error)
             }
         }
+        if Task.isCancelled { throw .cancelled("\(method) \(path)") }
         throw .unavailable("\(method) \(path): \(lastFailure)")
     }
 

@@ -9,6 +9,9 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The ledger could not be reached, or kept failing (5xx), through every retry. The request may have been
     /// carried out if it was ever sent; retrying with the same idempotency key is safe.
     case unavailable(String)
+    /// The caller gave the call up (a daemon stopping): it says nothing of the ledger. As with `unavailable`, the
+    /// request may have been carried out; retrying with the same idempotency key is safe.
+    case cancelled(String)
     /// The ledger's answer is not what the API documents.
     case invalidResponse(String)
     /// No TLS connection the configuration trusts: a certificate from another CA, for another name, or whose key
@@ -23,6 +26,7 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
         switch self {
         case .refused(_, let detail): detail.code
         case .unavailable: "ledger.unavailable"
+        case .cancelled: "ledger.cancelled"
         case .invalidResponse: "ledger.invalid-response"
         case .tlsFailed: "ledger.tls-failed"
         case .insecureTransport: "ledger.insecure-transport"
@@ -51,6 +55,7 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
             }
             return PaymentError(code, detail.message)
         case .unavailable(let reason): return PaymentError(.ledgerOffline, reason)
+        case .cancelled(let reason): return PaymentError(.outcomeUnknown, reason)
         case .invalidResponse(let reason): return PaymentError(.ledgerError, reason)
         // The ledger is out of reach as far as payments go, until the configuration or the network is put right.
         case .tlsFailed, .insecureTransport: return PaymentError(.ledgerOffline, description)
@@ -61,9 +66,15 @@ public enum LedgerClientError: Error, Sendable, Hashable, CustomStringConvertibl
         switch self {
         case .refused(let status, let detail): "\(detail.code) (\(status)): \(detail.message)"
         case .unavailable(let reason): "ledger.unavailable: \(reason)"
+        case .cancelled(let reason): "ledger.cancelled: \(reason)"
         case .invalidResponse(let reason): "ledger.invalid-response: \(reason)"
         case .tlsFailed(let reason): "ledger.tls-failed: \(reason)"
         case .insecureTransport(let reason): "ledger.insecure-transport: \(reason)"
         }
+    }
+
+    /// The caller gave the call up: nothing to report of the ledger, nor to log.
+    public var isCancelled: Bool {
+        if case .cancelled = self { true } else { false }
     }
 }

@@ -100,6 +100,9 @@ public final class DBusConnection: Sendable {
             destination: destination, path: path, interface: interface, member: member, arguments: arguments)
         let id = loop.makeCallID()
         let loop = self.loop
+        let cancel: @Sendable () -> Void = {
+            loop.execute { loop in loop.failCall(id, DBusError(.cancelled, "\(interface).\(member) was cancelled")) }
+        }
         let result: Result<DBusMessage, DBusError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 loop.execute(
@@ -107,9 +110,11 @@ public final class DBusConnection: Sendable {
                     onClosed: {
                         continuation.resume(returning: .failure(DBusError(.disconnected, "connection is closed")))
                     })
+                // A task cancelled before it called ran its handler before the call was queued, finding nothing.
+                if Task.isCancelled { cancel() }
             }
         } onCancel: {
-            loop.execute { loop in loop.failCall(id, DBusError(.cancelled, "\(interface).\(member) was cancelled")) }
+            cancel()
         }
         return try result.get()
     }

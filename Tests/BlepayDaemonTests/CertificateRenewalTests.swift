@@ -130,6 +130,25 @@ import TestSupport
         }
     }
 
+    /// A business stopping while it asks is not refused: it logged a warning (an error for an expired certificate),
+    /// and waited out the failure it counted.
+    @Test func aRenewalCutShortByShutdownIsNoFailure() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let business = try await Business(ledger, issuedDaysAgo: 300)
+            let stopping = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await business.renewal.renewIfDue()
+            }
+            #expect(await stopping.value == .stopped)
+            #expect(business.log.lines.isEmpty)
+            #expect(business.presented.current == business.aged)
+            guard case .renewed = await business.renewal.renewIfDue() else {
+                Issue.record("the next try was not made: \(business.log.lines)")
+                return
+            }
+        }
+    }
+
     @Test func aBusinessWhoseCertificateExpiredStartsAndRenewsItOnceTheLedgerAnswers() async throws {
         try await RunningLedger.with(.sqlite) { ledger in
             // Issued 400 days ago: expired 35 days ago, while the ledger could not be reached. The start succeeds.

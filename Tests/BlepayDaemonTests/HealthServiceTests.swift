@@ -3,6 +3,7 @@ import BlueZ
 import BlueZTestSupport
 import DBusKit
 import DBusTestSupport
+import LedgerTestSupport
 import Testing
 import TestSupport
 @testable import BlepayDaemon
@@ -51,6 +52,28 @@ struct HealthServiceTests {
             try await systemd.next { $0 == "STATUS=\(Self.working)" }
             try await systemd.next { $0 == "WATCHDOG=1" }
         }
+    }
+
+    /// A daemon stopping while it pings the bus logged that the watchdog was withheld.
+    @Test func aPingCutShortByShutdownIsNoNews() async throws {
+        let bus = try TestBus()
+        defer { bus.stop() }
+        let bluetoothd = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: true)
+        defer { bluetoothd.stop() }
+        let session = try await BlueZSession.connect(to: .address(bus.address), logger: testLogger)
+        defer { session.close() }
+        let log = LogRecorder()
+        let health = HealthService(
+            notify: SystemdNotify(environment: [:]), adapter: try session.adapter(named: "hci0"),
+            control: try await DBusConnection.connect(to: .address(bus.address)), working: Self.working, grace: .seconds(1),
+            logger: log.logger)
+        #expect(await health.answers(.seconds(5)))
+        let stopping = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await health.answers(.seconds(5))
+        }
+        #expect(await stopping.value == false)
+        #expect(log.lines.isEmpty)
     }
 
     /// A customer renewing its address power-cycles the adapter: no warning, no status, only a pause of the watchdog.

@@ -1,5 +1,7 @@
-import BlepayDaemon
+@testable import BlepayDaemon
+import BlepayDaemonStore
 import BlepayLedgerClient
+import BlepayProtocol
 import LedgerTestSupport
 import Synchronization
 import Testing
@@ -42,5 +44,38 @@ import Testing
         _ = try await merchant.client.denyList()
         #expect(storage.writes.load(ordering: .relaxed) == before + 1)
         try await ledger.stop()
+    }
+
+    /// A daemon stopping while it asks the ledger learns nothing of the ledger: a stopped daemon's log said the
+    /// ledger was unreachable and its deny list not fetched, and its metrics reported the ledger lost.
+    @Test func aCallGivenUpByAStoppingDaemonSaysNothingOfTheLedger() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let merchant = try await ledger.merchant()
+            let ledgerKey = try Key32(Hex.decode(try await ledger.admin.ledgerKey().publicKey, limit: 32) ?? [])
+            let log = LogRecorder()
+            let reachability = LedgerReachability(ledger: merchant.client, logger: log.logger, meaning: ("reachable", "unreachable"))
+            let store = try DaemonStore(path: scratchFile("state.sqlite"))
+            let denyList = DenyListRefresh(
+                store: DenyListStore(store: store), ledger: merchant.client, trusted: TrustedLedgerKeys([ledgerKey]),
+                maximumAgeMilliseconds: 3_600_000, clock: DaemonContext.systemClock, logger: log.logger)
+            let queue = SettlementQueue(store: store)
+            let request = try ledger.request(by: merchant, amount: 1_200)
+            try queue.enqueue(request, try ledger.acceptance(of: request, by: try await ledger.customer(balance: 5_000)),
+                at: DaemonContext.systemClock())
+            let settlement = OfflineSettlement(
+                queue: queue, ledger: merchant.client, settings: .init(interval: .seconds(60), limits: .unlimited),
+                reachability: reachability, clock: DaemonContext.systemClock, logger: log.logger)
+            let stopping = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                await reachability.probe()
+                await settlement.round()
+                return await denyList.refresh(reporting: reachability)
+            }
+            #expect(await stopping.value == nil)
+            #expect(reachability.isReachable)
+            #expect(log.lines.isEmpty)
+            // Sent again later, as the same batch.
+            #expect(try queue.summary().count == 1)
+        }
     }
 }

@@ -86,6 +86,24 @@ import Testing
         }
     }
 
+    /// A daemon stopping while it asks is not refused: it logged a warning, and its next start waited a minute.
+    @Test func aTryCutShortByShutdownIsNoFailure() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let customer = try await Customer(ledger)
+            let stopping = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await customer.renewal.renewIfDue()
+            }
+            #expect(await stopping.value == .stopped)
+            #expect(customer.log.lines.isEmpty)
+            // Nothing is waited out.
+            guard case .obtained = await customer.renewal.renewIfDue() else {
+                Issue.record("the next try was not made: \(customer.log.lines)")
+                return
+            }
+        }
+    }
+
     @Test func aRefusalIsLoggedAndWaitedOutLongerEachTime() async throws {
         try await RunningLedger.with(.sqlite) { ledger in
             let customer = try await Customer(ledger, instrument: "ins_unknown")

@@ -70,6 +70,36 @@ import Testing
         #expect(try store.key(for: "op") == key)
     }
 
+    /// A daemon that stops while a call is out gives the call up: `ledger.cancelled`, whose outcome is unknown. It was
+    /// `ledger.unavailable`, so every service of a stopping daemon logged the ledger as gone.
+    @Test func aCallGivenUpByItsCallerIsCancelledNotUnavailable() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let cafe = try await ledger.merchant()
+            let first = try await cafe.client.changes(after: nil, wait: 30)
+            func givenUp(cancelling: Bool) -> Task<LedgerClientError?, Never> {
+                Task {
+                    if cancelling { withUnsafeCurrentTask { $0?.cancel() } }
+                    do throws(LedgerClientError) {
+                        _ = try await cafe.client.changes(after: first.token, wait: 30)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            // Cancelled before it was sent, and while the ledger holds it (nothing changes for 30 s).
+            let early = givenUp(cancelling: true)
+            let held = givenUp(cancelling: false)
+            try await Task.sleep(for: .milliseconds(300))
+            held.cancel()
+            for call in [early, held] {
+                let error = try #require(await call.value)
+                #expect(error.code == "ledger.cancelled")
+                #expect(error.paymentError.code == .outcomeUnknown)
+            }
+        }
+    }
+
     @Test func refusalsMapToThePaymentErrorTaxonomy() {
         func refused(_ status: Int, _ paymentError: String?) -> PaymentErrorCode {
             LedgerClientError.refused(status: status, ErrorBody.Detail(code: "x", message: "m", fields: nil,

@@ -113,10 +113,12 @@ struct HealthService: Service, CustomStringConvertible {
     }
 
     /// Whether both connections' event loops carry a call to the bus and back within `limit`.
-    private func answers(_ limit: Duration) async -> Bool {
+    func answers(_ limit: Duration) async -> Bool {
         for connection in [control, adapter.session.connection] {
             do {
                 try await connection.ping(timeout: limit)
+            } catch where error.code == .cancelled {
+                return false
             } catch {
                 logger.warning("the watchdog is withheld: a bus connection does not answer", metadata: ["error": "\(error)"])
                 return false

@@ -26,6 +26,8 @@ public final class CertificateRenewal: Sendable {
         case renewed(MerchantCertificate)
         /// Nothing was renewed, and nothing is tried again before `retryAt`.
         case failed(DaemonError, retryAt: Timestamp)
+        /// The daemon stopped while asking: not a failure, and nothing waits for it.
+        case stopped
     }
 
     /// How often the certificate is looked at while the daemon runs.
@@ -92,6 +94,7 @@ public final class CertificateRenewal: Sendable {
             ])
             return .renewed(renewed)
         } catch {
+            if Task.isCancelled { return .stopped }
             return failed(error, expired: Self.hasExpired(current, at: now))
         }
     }

@@ -66,6 +66,7 @@ public struct DenyListRefresh: Sendable {
             list = try await ledger.denyList()
             reachability?.record(true)
         } catch {
+            if error.isCancelled { return nil }
             if error.isUnavailable { reachability?.record(false) }
             logger.warning("the ledger's deny list was not fetched", metadata: ["error": "\(error)"])
             return nil

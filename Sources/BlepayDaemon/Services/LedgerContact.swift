@@ -41,8 +41,9 @@ struct LedgerContact: Sendable {
                 if !changed, ContinuousClock.now - asked < .seconds(wait - 1) {
                     guard (try? await Task.sleep(for: retry)) != nil else { return }
                 }
+            } catch where error.isCancelled {
+                return
             } catch where error.isUnavailable {
-                if Task.isCancelled { return }
                 reachability.record(false)
                 // `probe` finds it back; then what changed meanwhile is answered at once.
                 while !reachability.isReachable {

@@ -34,7 +34,8 @@ public final class LedgerReachability: Sendable {
             _ = try await ledger.ledgerKey()
             record(true)
         } catch {
-            record(error.isUnavailable ? false : true)
+            // A probe given up (the daemon stopping) says nothing of the ledger.
+            if !error.isCancelled { record(!error.isUnavailable) }
         }
         return isReachable
     }
@@ -64,7 +65,7 @@ extension LedgerClientError {
     var isUnavailable: Bool {
         switch self {
         case .unavailable, .tlsFailed, .insecureTransport: true
-        case .refused, .invalidResponse: false
+        case .refused, .cancelled, .invalidResponse: false
         }
     }
 }

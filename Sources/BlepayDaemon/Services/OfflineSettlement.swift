@@ -212,6 +212,7 @@ public final class OfflineSettlement: OfflineQueue, Sendable {
         do {
             results = try await ledger.settle(batch.items.map { ($0.request, $0.acceptance) }, operation: batch.idempotencyKey)
         } catch {
+            if error.isCancelled { return false }
             if error.isUnavailable { reachability.record(false) }
             logger.warning("a settlement batch was not answered; it is sent again later", metadata: [
                 "batch": "\(batch.id)", "payments": "\(batch.items.count)", "error": "\(error)",

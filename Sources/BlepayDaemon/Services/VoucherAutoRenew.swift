@@ -42,6 +42,8 @@ public final class VoucherAutoRenew: Sendable {
         case obtained(StoredVoucher)
         /// Nothing was obtained, and nothing is tried again before `retryAt`.
         case failed(PaymentError, retryAt: Timestamp)
+        /// The daemon stopped while asking: not a failure, and nothing waits for it.
+        case stopped
     }
 
     static let firstWaitMilliseconds: UInt64 = 60_000
@@ -81,6 +83,7 @@ public final class VoucherAutoRenew: Sendable {
             logger.info("obtained voucher \(stored.voucher.voucherID) of \(stored.voucher.limit) (auto-renew)")
             return .obtained(stored)
         } catch {
+            if Task.isCancelled { return .stopped }
             let failedAt = clock()
             let (wait, retryAt) = state.withLock { state in
                 state.failures += 1
