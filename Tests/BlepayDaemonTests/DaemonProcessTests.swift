@@ -65,6 +65,18 @@ struct DaemonProcessTests {
         }
     }
 
+    /// `systemctl stop` of a business that has just started: a stop cut its first calls to the ledger short, and
+    /// four stops in ten logged the ledger unreachable and its deny list not fetched.
+    @Test func aBusinessStoppedAsItStartsLogsNoWarning() async throws {
+        for _ in 0..<15 {
+            try await Self.withBusiness { business in
+                let output = try await business.stop()
+                let warnings = output.split(separator: "\n").filter { $0.contains(" warning ") || $0.contains(" error ") }
+                #expect(warnings.isEmpty, "\(warnings)")
+            }
+        }
+    }
+
     /// A business as systemd runs it (its READY=1 awaited), on a private bus with a stand-in bluetoothd and a real
     /// ledger, its metrics on a loopback port.
     struct Business {
