@@ -99,10 +99,21 @@ extension LedgerClient {
         return try await get("/v1/payments?" + query.joined(separator: "&"))
     }
 
-    public func createPreAuthorization(_ body: CreatePreAuthorization, operation: String) async throws(LedgerClientError)
+    /// Moves `body`'s limit into escrow for a voucher. Its idempotency key is kept until `preAuthorizationAnswered(_:)`:
+    /// a voucher whose answer was lost, or that the device stopped before keeping, held the limit in escrow until it
+    /// expired while the next try took another; the same request made again is answered with it instead.
+    public func createPreAuthorization(_ body: CreatePreAuthorization) async throws(LedgerClientError)
         -> PreAuthorizationResource
     {
-        try await post("/v1/pre-authorizations", body, operation: operation)
+        try await post("/v1/pre-authorizations", body, operation: Self.preAuthorization(body), keepingKey: true)
+    }
+
+    /// The answer to `createPreAuthorization(body)` is final here (the voucher kept, or a refusal): the same request
+    /// made again is a new one.
+    public func preAuthorizationAnswered(_ body: CreatePreAuthorization) { keys?.forget(Self.preAuthorization(body)) }
+
+    private static func preAuthorization(_ body: CreatePreAuthorization) -> String {
+        "pre-authorize-\(body.instrumentId)-\(body.amount)-\(body.currency)-\(body.lifetimeSeconds)"
     }
 
     public func preAuthorization(_ id: String) async throws(LedgerClientError) -> PreAuthorizationResource {

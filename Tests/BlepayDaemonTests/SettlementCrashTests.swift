@@ -27,8 +27,7 @@ import Testing
         let customer = try await ledger.customer(balance: 100_000)
         let card = try #require(customer.instrument?.id)
         let issued = try await customer.client.createPreAuthorization(
-            CreatePreAuthorization(instrumentId: card, amount: 50_000, currency: "EUR", lifetimeSeconds: 3600),
-            operation: "crash-voucher")
+            CreatePreAuthorization(instrumentId: card, amount: 50_000, currency: "EUR", lifetimeSeconds: 3600))
         let voucher = try PreAuthorizationVoucher(encoded: Array(try #require(Data(base64Encoded: issued.voucher))))
         var spent: UInt64 = 0
         var lines: [String] = []

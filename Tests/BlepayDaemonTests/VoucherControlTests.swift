@@ -2,6 +2,7 @@ import BlepayControl
 import BlepayDaemon
 import BlepayLedger
 import BlepayLedgerClient
+import BlepayPayments
 import BlepayProtocol
 import Foundation
 import LedgerTestSupport
@@ -49,6 +50,45 @@ import TestSupport
             let after = try await run(fixture, ["voucher", "--json"]).output.split(separator: "\n").map { try voucher($0) }
             #expect(after.map(\.status) == ["voided"] && after.first?.details.voidedAt == fixedNow.millisecondsSince1970)
             #expect(try await customer.client.preAuthorization(held.voucherID).state == .voided)
+        }
+    }
+
+    /// A voucher the ledger issued but the daemon never kept (it stopped as the answer came, or the answer was lost)
+    /// held its limit in escrow until it expired, and the next try took the limit again: the next try now gets it.
+    @Test func aVoucherIssuedButNeverKeptIsTheOneTheNextTryGets() async throws {
+        try await RunningLedger.with(.sqlite) { ledger in
+            let customer = try await ledger.customer(balance: 10_000)
+            let card = try #require(customer.instrument?.id)
+            let ledgerKey = try Key32(Hex.decode(try await ledger.admin.ledgerKey().publicKey, limit: 32) ?? [])
+            let keys = try IdempotencyKeyStore(directory: try scratchFile("idempotency"))
+            let client = LedgerClient(baseURL: ledger.baseURL, credentials: customer.client.credentials, keys: keys,
+                retry: .init(attempts: 1), logger: testLogger)
+            let body = CreatePreAuthorization(instrumentId: card, amount: 4_000, currency: "EUR", lifetimeSeconds: 7_200)
+            let lost = try await client.createPreAuthorization(body)
+
+            let vouchers = try testVouchers(ledger: client, deviceKey: customer.key.publicKey, trusting: [ledgerKey])
+            let forty = try Money(decimal: "40.00", currency: Currency("EUR"))
+            let kept = try await vouchers.obtain(instrumentID: card, limit: forty, lifetimeSeconds: 7_200)
+            #expect(kept.voucher.voucherID.description == lost.id)
+            let available = { try await client.instruments().first { $0.id == card }?.balances.first?.available }
+            #expect(try await available() == 6_000)
+            // Kept now: another voucher of the same limit is a new one.
+            let another = try await vouchers.obtain(instrumentID: card, limit: forty, lifetimeSeconds: 7_200)
+            #expect(another.voucher.voucherID != kept.voucher.voucherID)
+            #expect(try await available() == 2_000)
+
+            // A refusal is not replayed to the same request made again.
+            let ten = try Money(decimal: "10.00", currency: Currency("EUR"))
+            _ = try await ledger.admin.block(card)
+            do throws(PaymentError) {
+                _ = try await vouchers.obtain(instrumentID: card, limit: ten, lifetimeSeconds: 7_200)
+                Issue.record("a blocked card gave a voucher")
+            } catch {
+                #expect(error.code == .blocked)
+            }
+            _ = try await ledger.admin.block(card, false)
+            _ = try await vouchers.obtain(instrumentID: card, limit: ten, lifetimeSeconds: 7_200)
+            #expect(try await available() == 1_000)
         }
     }
 

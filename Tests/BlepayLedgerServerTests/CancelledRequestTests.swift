@@ -11,7 +11,7 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let request = try ledger.request(by: cafe, amount: 500, online: false)
             #expect(try await cafe.client.cancelPayment(request.paymentID, request: request).status == .cancelled)
 

@@ -13,7 +13,7 @@ import Testing
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
             let bob = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let paid = try await RefundTests.paid(ledger, cafe, alice, amount: 1_000)
 
             // Without a token, answered at once; with the current one and nothing changing, held for its wait.
@@ -64,7 +64,7 @@ import Testing
         try await RunningLedger.with(.sqlite) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let first = try await cafe.client.changes(after: nil, wait: 0)
             let held = (0..<4).map { _ in Task { try await cafe.client.changes(after: first.token, wait: 120) } }
             try await Task.sleep(for: .seconds(1))
@@ -108,7 +108,7 @@ import Testing
         try await RunningLedger.with(.sqlite, tls: https ? (authority, try authority.issue()) : nil) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let first = try await cafe.client.changes(after: nil, wait: 0)
             let gone = (0..<4).map { _ in Task { try await cafe.client.changes(after: first.token, wait: 300) } }
             try await Task.sleep(for: .seconds(1))

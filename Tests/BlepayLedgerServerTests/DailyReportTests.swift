@@ -15,7 +15,7 @@ import Testing
             let alice = try await ledger.customer(balance: 10_000)
             // 02:00 UTC on 11 March is 22:00 on 10 March in New York.
             let early = try await RefundTests.paid(ledger, cafe, alice, amount: 1_000, tip: 100)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let (request, acceptance) = try voucher.pay(try ledger.request(by: cafe, amount: 500, online: false), sequence: 1,
                 spentBefore: 0)
             _ = try await cafe.client.settle([(request, acceptance)], operation: "batch")

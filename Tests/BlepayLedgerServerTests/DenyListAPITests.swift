@@ -13,8 +13,8 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voided = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
-            _ = try await TestVoucher(ledger, alice, limit: 1_000, operation: "voucher-2")
+            let voided = try await TestVoucher(ledger, alice, limit: 3_000)
+            _ = try await TestVoucher(ledger, alice, limit: 1_000)
             let trusted = TrustedLedgerKeys([ledger.server.ledgerKey.publicKey])
 
             let empty = try await cafe.client.denyList()

@@ -32,7 +32,7 @@ import Testing
             let bakery = try await ledger.merchant("Bakery")
             let alice = try await ledger.customer(balance: 10_000)
             let bob = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let first = try voucher.pay(try ledger.request(by: cafe, amount: 1_000, online: false), sequence: 1, spentBefore: 0)
             let reused = try voucher.pay(try ledger.request(by: bakery, amount: 700, online: false), sequence: 1, spentBefore: 1_000)
             let overlapping = try voucher.pay(try ledger.request(by: cafe, amount: 800, online: false), sequence: 2, spentBefore: 500)
@@ -60,7 +60,7 @@ import Testing
 
             // The device is blocked: no new voucher, no online payment; another customer still pays the request.
             let blocked = Refusal(status: 422, code: "ledger.device-blocked", paymentError: "blocked")
-            let noVoucher = await refusal { _ = try await TestVoucher(ledger, alice, limit: 1_000, operation: "voucher-2") }
+            let noVoucher = await refusal { _ = try await TestVoucher(ledger, alice, limit: 1_000) }
             #expect(noVoucher == blocked)
             let online = try ledger.request(by: cafe, amount: 300)
             _ = try await cafe.client.createPayment(online)
@@ -88,7 +88,7 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let first = try voucher.pay(try ledger.request(by: cafe, amount: 1_000, online: false), sequence: 1, spentBefore: 0)
             let reused = try voucher.pay(try ledger.request(by: cafe, amount: 700, online: false), sequence: 1, spentBefore: 1_000)
             let honest = try voucher.pay(try ledger.request(by: cafe, amount: 700, online: false), sequence: 2, spentBefore: 1_000)
@@ -116,7 +116,7 @@ import Testing
             let limit: UInt64 = 5_000
             for round in 0..<6 {
                 let customer = try await ledger.customer(balance: 10_000)
-                let voucher = try await TestVoucher(ledger, customer, limit: Int64(limit), operation: "voucher-\(round)")
+                let voucher = try await TestVoucher(ledger, customer, limit: Int64(limit))
                 var items: [(merchant: RunningLedger.Party, payment: (PaymentRequest, PaymentAcceptance), honest: Bool)] = []
                 var spent: UInt64 = 0
                 for sequence in 1...UInt32.random(in: 1...8, using: &generator) where spent < limit {

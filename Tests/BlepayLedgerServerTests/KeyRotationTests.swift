@@ -38,7 +38,7 @@ import Testing
             let alice = try await ledger.customer(balance: 10_000)
             let old = try await ledger.admin.ledgerKey()
             let enrolled = try MerchantCertificate(encoded: [UInt8](Data(base64Encoded: try #require(cafe.device.certificate))!))
-            let oldVoucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-old")
+            let oldVoucher = try await TestVoucher(ledger, alice, limit: 3_000)
             #expect(oldVoucher.voucher.ledgerKeyID.bytes.hex == old.keyId)
             let account = Array(try JSONEncoder().encode(CreateAccount(kind: .customer, name: "Bob")))
             func createBob() async throws -> RunningLedger.RawAnswer {
@@ -67,7 +67,7 @@ import Testing
             #expect(renewed.ledgerKeyID.bytes.hex == successor.keyId)
             #expect(renewed.merchantID == enrolled.merchantID && renewed.merchantName == enrolled.merchantName)
             #expect(renewed.signingKey == enrolled.signingKey && renewed.noiseKey == enrolled.noiseKey)
-            let newVoucher = try await TestVoucher(ledger, alice, limit: 2_000, operation: "voucher-new")
+            let newVoucher = try await TestVoucher(ledger, alice, limit: 2_000)
             #expect(newVoucher.voucher.ledgerKeyID.bytes.hex == successor.keyId)
 
             // The ledger still settles under the voucher its old key signed; the receipt is the new key's.

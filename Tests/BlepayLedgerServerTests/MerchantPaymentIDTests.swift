@@ -115,7 +115,7 @@ import Testing
             let bakery = try await ledger.merchant("Bakery")
             let alice = try await ledger.customer(balance: 10_000)
             let bob = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let id = try PaymentID(bytes: Array(repeating: 0x42, count: 16))
 
             // Both offline, from one voucher.
@@ -166,7 +166,7 @@ import Testing
             let cafe = try await ledger.merchant()
             let bakery = try await ledger.merchant("Bakery")
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let id = try PaymentID(bytes: Array(repeating: 0x44, count: 16))
 
             // Alice reuses her first use of the voucher at both merchants, for their payments of one id.

@@ -13,7 +13,7 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let request = try ledger.request(by: cafe, amount: 1_000, online: false)
             let presentation = try PreAuthorizationPresentation(voucher: voucher.voucher, sequence: 1, spentBeforeMinorUnits: 0)
             let acceptance = try ledger.acceptance(of: request, by: alice, tip: 150, preAuthorization: presentation)

@@ -12,8 +12,8 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let first = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
-            let second = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-2")
+            let first = try await TestVoucher(ledger, alice, limit: 3_000)
+            let second = try await TestVoucher(ledger, alice, limit: 3_000)
             let coffee = try ledger.request(by: cafe, amount: 1_000, online: false)
             let cake = try ledger.request(by: cafe, amount: 500, online: false)
 
@@ -36,7 +36,7 @@ import Testing
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
             let bob = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
 
             let online = try ledger.request(by: cafe, amount: 1_000)
             _ = try await cafe.client.createPayment(online)
@@ -65,7 +65,7 @@ import Testing
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
             let bob = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let request = try ledger.request(by: cafe, amount: 1_000)
             _ = try await bob.client.accept(try ledger.acceptance(of: request, by: bob), request: request)
 

@@ -52,7 +52,7 @@ import Testing
             let open = try ledger.request(by: cafe, amount: 600)
             _ = try await cafe.client.createPayment(open)
             // Created online, then paid from Alice's voucher: listed once, as settled offline.
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let offline = try voucher.pay(try ledger.request(by: cafe, amount: 700), sequence: 1, spentBefore: 0)
             _ = try await cafe.client.createPayment(offline.0)
             #expect(try await cafe.client.settle([offline], operation: "batch-1").results.map(\.result) == [.settled])

@@ -40,8 +40,7 @@ import Testing
             let alice = try await ledger.customer(balance: 10_000)
             let card = alice.instrument!.id
             let reserved = try await alice.client.createPreAuthorization(
-                CreatePreAuthorization(instrumentId: card, amount: 3_000, currency: "EUR", lifetimeSeconds: 3_600),
-                operation: "pre-auth-1")
+                CreatePreAuthorization(instrumentId: card, amount: 3_000, currency: "EUR", lifetimeSeconds: 3_600))
             #expect(reserved.state == .available && reserved.limit == 3_000 && reserved.spent == 0)
             let voucher = try PreAuthorizationVoucher(encoded: [UInt8](Data(base64Encoded: reserved.voucher)!))
             #expect(isValidSignature(voucher.signature, of: voucher.signingBytes, by: ledger.server.ledgerKey.publicKey))
@@ -85,12 +84,12 @@ import Testing
             let card = alice.instrument!.id
             do {
                 _ = try await alice.client.createPreAuthorization(
-                    CreatePreAuthorization(instrumentId: card, amount: 5_000, currency: "EUR", lifetimeSeconds: 3_600), operation: "p1")
+                    CreatePreAuthorization(instrumentId: card, amount: 5_000, currency: "EUR", lifetimeSeconds: 3_600))
                 Issue.record("reserved more than the balance")
             } catch let error as LedgerClientError { #expect(error.paymentError.code == .insufficientFunds) }
             do {
                 _ = try await alice.client.createPreAuthorization(
-                    CreatePreAuthorization(instrumentId: card, amount: 500, currency: "EUR", lifetimeSeconds: 1), operation: "p2")
+                    CreatePreAuthorization(instrumentId: card, amount: 500, currency: "EUR", lifetimeSeconds: 1))
                 Issue.record("accepted a one-second lifetime")
             } catch let error as LedgerClientError {
                 guard case .refused(400, let detail) = error else { throw error }

@@ -108,7 +108,7 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let (request, acceptance) = try voucher.pay(try ledger.request(by: cafe, amount: 1_000, online: false), sequence: 1,
                 spentBefore: 0)
             #expect(try await cafe.client.settle([(request, acceptance)], operation: "batch").results.map(\.result) == [.settled])

@@ -9,10 +9,9 @@ struct TestVoucher {
     let customer: RunningLedger.Party
     let voucher: PreAuthorizationVoucher
 
-    init(_ ledger: RunningLedger, _ customer: RunningLedger.Party, limit: Int64, operation: String) async throws {
+    init(_ ledger: RunningLedger, _ customer: RunningLedger.Party, limit: Int64) async throws {
         let reserved = try await customer.client.createPreAuthorization(
-            CreatePreAuthorization(instrumentId: customer.instrument!.id, amount: limit, currency: "EUR", lifetimeSeconds: 3_600),
-            operation: operation)
+            CreatePreAuthorization(instrumentId: customer.instrument!.id, amount: limit, currency: "EUR", lifetimeSeconds: 3_600))
         self.ledger = ledger
         self.customer = customer
         self.voucher = try PreAuthorizationVoucher(encoded: [UInt8](Data(base64Encoded: reserved.voucher)!))

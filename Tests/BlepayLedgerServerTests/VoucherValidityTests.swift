@@ -11,7 +11,7 @@ import Testing
         try await RunningLedger.with(kind) { ledger in
             let cafe = try await ledger.merchant()
             let alice = try await ledger.customer(balance: 10_000)
-            let voucher = try await TestVoucher(ledger, alice, limit: 3_000, operation: "voucher-1")
+            let voucher = try await TestVoucher(ledger, alice, limit: 3_000)
             let early = try ledger.request(by: cafe, amount: 500, online: false,
                 createdAt: Timestamp(millisecondsSince1970: voucher.voucher.issuedAt.millisecondsSince1970 - 60_000))
             let honest = try ledger.request(by: cafe, amount: 700, online: false)

@@ -29,13 +29,18 @@ public struct CustomerVouchers: Sendable {
             lifetimeSeconds: lifetimeSeconds)
         let resource: PreAuthorizationResource
         do throws(LedgerClientError) {
-            resource = try await ledger.createPreAuthorization(body, operation: "pre-authorize-\(UUID().uuidString)")
+            resource = try await ledger.createPreAuthorization(body)
         } catch {
+            if case .refused = error { ledger.preAuthorizationAnswered(body) }
             throw error.paymentError
         }
         guard let bytes = Data(base64Encoded: resource.voucher), let voucher = try? PreAuthorizationVoucher(encoded: Array(bytes))
-        else { throw PaymentError(.ledgerError, "the ledger's voucher \(resource.id) cannot be read") }
+        else {
+            ledger.preAuthorizationAnswered(body)
+            throw PaymentError(.ledgerError, "the ledger's voucher \(resource.id) cannot be read")
+        }
         try walletCall { () throws(WalletError) in try wallet.add(voucher) }
+        ledger.preAuthorizationAnswered(body)
         guard let stored = try list().first(where: { $0.voucher.voucherID == voucher.voucherID }) else {
             throw PaymentError(.unexpected, "voucher \(resource.id) was not kept")
         }
