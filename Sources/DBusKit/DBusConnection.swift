@@ -91,7 +91,9 @@ public final class DBusConnection: Sendable {
     // MARK: Calls
 
     /// Calls a method and returns its reply. An error reply throws `remote` with the error's name and message;
-    /// no reply within `timeout` throws `timeout`; cancelling the task throws `cancelled`.
+    /// no reply within `timeout` throws `timeout`; cancelling the task while it waits throws `cancelled`. A task
+    /// cancelled before it calls is still answered: that is how a stopping service cleans up (it unregisters its
+    /// advertisement and GATT application after its task was cancelled).
     public func call(
         destination: String?, path: DBusObjectPath, interface: String, member: String,
         arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
@@ -100,9 +102,6 @@ public final class DBusConnection: Sendable {
             destination: destination, path: path, interface: interface, member: member, arguments: arguments)
         let id = loop.makeCallID()
         let loop = self.loop
-        let cancel: @Sendable () -> Void = {
-            loop.execute { loop in loop.failCall(id, DBusError(.cancelled, "\(interface).\(member) was cancelled")) }
-        }
         let result: Result<DBusMessage, DBusError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 loop.execute(
@@ -110,11 +109,9 @@ public final class DBusConnection: Sendable {
                     onClosed: {
                         continuation.resume(returning: .failure(DBusError(.disconnected, "connection is closed")))
                     })
-                // A task cancelled before it called ran its handler before the call was queued, finding nothing.
-                if Task.isCancelled { cancel() }
             }
         } onCancel: {
-            cancel()
+            loop.execute { loop in loop.failCall(id, DBusError(.cancelled, "\(interface).\(member) was cancelled")) }
         }
         return try result.get()
     }

@@ -87,6 +87,11 @@ public final class TestBus: Sendable {
         try await DBusConnection.connect(to: .address(address))
     }
 
+    /// Stops the bus from answering anything until `resume()` (SIGSTOP): a call on it waits.
+    public func pause() { kill(process.processIdentifier, SIGSTOP) }
+
+    public func resume() { kill(process.processIdentifier, SIGCONT) }
+
     public func stop() {
         // SIGKILL: the test runner may start children with SIGTERM blocked.
         if process.isRunning {
