@@ -19,10 +19,15 @@ attempt() {
   "$@" > "$log" 2>&1 < /dev/null
 }
 
-# failed LOG: the end of STEPS_LOGS/LOG, and the script ends.
+# failed LOG [PATTERN]: the end of STEPS_LOGS/LOG, then (last, where a reader of the end sees them first) its lines
+# matching the extended regular expression PATTERN; and the script ends.
 failed() {
   echo "$STEPS_NAME: that failed; the end of $STEPS_LOGS/$1:" >&2
   tail -n "${STEPS_TAIL:-25}" "$STEPS_LOGS/$1" >&2
+  if [[ -n ${2:-} ]]; then
+    echo "$STEPS_NAME: what failed in $STEPS_LOGS/$1:" >&2
+    grep -aE "$2" "$STEPS_LOGS/$1" | cut -c1-400 | head -n 40 >&2 || true
+  fi
   exit 1
 }
 

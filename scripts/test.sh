@@ -26,7 +26,8 @@ deb=$!
 trap 'kill -- -$deb 2>/dev/null || true' EXIT
 
 # tier NAME LIMIT_SECONDS ARGUMENTS…: `swift test --skip-build ARGUMENTS…` as one step; then its closing line and
-# every failed test.
+# every failed test. A failed tier ends with each issue its tests recorded (swift-testing's "✘ Test … recorded an
+# issue", XCTest's "error: …"), after the end of its log.
 tier() {
   local name=$1 limit=$2 status=0
   shift 2
@@ -37,7 +38,7 @@ tier() {
     echo "  the $name tests hung (their stacks were kept) and ran again:"
     grep "^$name:" .build/test-hangs.txt | sed 's/^/  /'
   fi
-  ((status == 0)) || failed "$name.log"
+  ((status == 0)) || failed "$name.log" '^✘ Test .*recorded an issue|^ *↳ |^[^ ]*: error: |^✘ Test .*failed after'
 }
 
 # The pure and real-D-Bus tests; the BLE link layer against the stand-in bluetoothd and the crash tests each on
