@@ -18,7 +18,7 @@ struct DaemonProcessTests {
     /// `systemctl reload` of a business with four requests open: once, SIGHUP stopped it at once, and systemd, seeing
     /// a clean signal, did not restart it.
     @Test func sighupReloadsABusinessAndKeepsItsOpenRequests() async throws {
-        try await Self.withDaemon { business in
+        try await Self.withDaemon(metricsPort: try LoopbackHTTP.freePort()) { business in
             let open = try await business.openRequests(4)
             try business.configure("[logging]\nlevel = \"debug\"\n[payments]\nrequest_lifetime_seconds = 30\n")
             kill(business.process.processIdentifier, SIGHUP)
@@ -79,9 +79,35 @@ struct DaemonProcessTests {
         }
     }
 
+    /// A metrics port another process holds ends the daemon at once, saying why (before or just after its READY=1:
+    /// the port is bound beside the rest). Each of the stops above once took a free port for its metrics, which
+    /// another test's connection could take before the daemon bound it: the daemon exited, and the test waited a
+    /// minute for a READY=1 that never came, saying only that it saw none.
+    @Test func aMetricsPortAlreadyHeldEndsTheDaemonWithItsReason() async throws {
+        let held = try SilentListener()
+        defer { held.close() }
+        do {
+            try await Self.withDaemon(metricsPort: held.port) { daemon in
+                let status = try await exitStatus(of: daemon.process, within: .seconds(30))
+                throw Ended(status: status, output: String(decoding: daemon.pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            }
+        } catch let ended as Ended {
+            #expect(ended.status == 1)
+            #expect(ended.output.contains("Address already in use"), "\(ended.output)")
+        }
+    }
+
+    /// A daemon that ended on its own (`withDaemon` throws it if that came before READY=1): its exit status, and what
+    /// it printed.
+    struct Ended: Error, CustomStringConvertible {
+        let status: Int32?
+        let output: String
+        var description: String { "blepayd ended (exit status \(status.map(String.init) ?? "none: killed at the limit")): \(output)" }
+    }
+
     /// A daemon as systemd runs it (its READY=1 awaited), on a private bus with a stand-in bluetoothd and a real
-    /// ledger, its metrics on a loopback port; a business unless `withDaemon` was given "customer" (`call` and
-    /// `openRequests` are the business's).
+    /// ledger; its metrics on a loopback port if given one; a business unless `withDaemon` was given "customer"
+    /// (`call` and `openRequests` are the business's).
     struct Daemon {
         let process: Process
         let pipe: Pipe
@@ -114,7 +140,9 @@ struct DaemonProcessTests {
         }
     }
 
-    static func withDaemon(_ role: String = "business", _ body: (Daemon) async throws -> Void) async throws {
+    static func withDaemon(_ role: String = "business", metricsPort: Int = 0, _ body: (Daemon) async throws -> Void)
+        async throws
+    {
         let bus = try TestBus()
         defer { bus.stop() }
         let bluetoothd = try await FakeBluetoothd(bus: bus, adapters: ["hci0"], powered: true)
@@ -128,7 +156,6 @@ struct DaemonProcessTests {
                 contents: Data((account.enrollmentToken ?? "").utf8), attributes: [.posixPermissions: 0o600]))
             let file = directory + "/\(role).toml"
             let key = try await ledger.admin.ledgerKey().publicKey
-            let metricsPort = try LoopbackHTTP.freePort()
             func configure(_ more: String) throws {
                 let text = """
                     [bluetooth]
@@ -149,7 +176,14 @@ struct DaemonProcessTests {
             let (process, pipe) = try Self.blepayd.start(
                 [role, "--config", file, "--bus", bus.address], environment: systemd.environment())
             defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-            try await systemd.next(.seconds(60)) { $0 == "READY=1" }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while (try? await systemd.next(.seconds(1)) { $0 == "READY=1" }) == nil {
+                guard process.isRunning, ContinuousClock.now < deadline else {
+                    let status = process.isRunning ? nil : process.terminationStatus
+                    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                    throw Ended(status: status, output: String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+                }
+            }
             let client = try await DBusConnection.connect(to: .address(bus.address))
             try await body(Daemon(
                 process: process, pipe: pipe, systemd: systemd, client: client, metricsPort: metricsPort, configure: configure))

@@ -159,7 +159,21 @@ public final class FakeBluetoothd: Sendable {
             try await addAdapter(name, address: "00:AA:01:0\(index):00:00", powered: powered)
         }
         try await prepare(self)
-        try await connection.requestName("org.bluez")
+        try await Self.takeName(on: connection)
+    }
+
+    /// Takes `org.bluez`, which one stopped just before owns until the bus has seen its connection close.
+    private static func takeName(on connection: DBusConnection) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            do throws(DBusError) {
+                try await connection.requestName("org.bluez")
+                return
+            } catch {
+                guard error.code == .nameNotAcquired, ContinuousClock.now < deadline else { throw error }
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// Leaves the bus, as bluetoothd does when it stops.
