@@ -19,7 +19,18 @@ rm -f "$out"/*.deb
 # unit NAME DIR: the unit from systemd/, run from /usr/bin.
 unit() { install -d "$2/lib/systemd/system"; sed 's#/usr/local/bin/#/usr/bin/#' "$root/systemd/$1" > "$2/lib/systemd/system/$1"; }
 
-# depends BINARY…: the packages of the shared libraries the binaries load (never the toolchain's).
+# glibc BINARY…: the oldest glibc that runs the binaries: the newest GLIBC_2.N version they need, and 2.36 for
+# packed relocations (GLIBC_ABI_DT_RELR), which an older loader refuses at start.
+glibc() {
+  local needs
+  needs=$(readelf -VW "$@")
+  { grep -o 'GLIBC_2\.[0-9.]*' <<<"$needs" | sed 's/^GLIBC_//'
+    if grep -q GLIBC_ABI_DT_RELR <<<"$needs"; then echo 2.36; fi
+  } | sort -uV | tail -n 1
+}
+
+# depends BINARY…: the packages of the shared libraries the binaries load (never the toolchain's), glibc's with the
+# oldest version that runs them.
 depends() {
   local libs
   libs=$(for b in "$@"; do objdump -p "$b" | awk '/NEEDED/ {print $2}'; done | sort -u)
@@ -27,7 +38,7 @@ depends() {
     path=$(ldconfig -p | awk -v lib="$lib" '$1 == lib && /x86-64|x86_64|AArch64|aarch64/ {print $NF; exit}')
     [[ -n $path ]] || { echo "deb: $lib is not a system library (is the Swift runtime linked in?)" >&2; exit 1; }
     dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1 || dpkg -S "$path" | head -1 | cut -d: -f1
-  done | sort -u | paste -sd, | sed 's/,/, /g'
+  done | sort -u | sed "s/^libc6\$/libc6 (>= $(glibc "$@"))/" | paste -sd, | sed 's/,/, /g'
 }
 
 # control DIR NAME DEPENDS DESCRIPTION BINARIES…: DEPENDS beside the binaries' libraries.
