@@ -5,12 +5,6 @@ import PackageDescription
 // members of a module are visible only where it is imported, so Foundation cannot slip in through a dependency.
 let foundationFree: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
 
-// The executables as shipped keep their relative relocations packed (DT_RELR, glibc 2.36): blepayd's 135,000 took a
-// 3.2 MB table read at every start and resident from then on; packed, 25 KB. GNU ld packs them; gold cannot.
-let packedRelocations: [LinkerSetting] = [
-    .unsafeFlags(["-use-ld=bfd", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
-]
-
 let package = Package(
     name: "blepay",
     platforms: [.macOS(.v15)],
@@ -88,8 +82,7 @@ let package = Package(
                 "BlueZ", "L2CAP", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            linkerSettings: packedRelocations
+            ]
         ),
         // The Noise Protocol Framework (Noise_XX_25519_ChaChaPoly_SHA256) on swift-crypto.
         .target(
@@ -229,8 +222,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            linkerSettings: packedRelocations
+            ]
         ),
         // An app's client of the daemons, in the reference SDK's shape, over their control API.
         .target(name: "BlepayClient", dependencies: ["BlepayControl", "DBusKit"], swiftSettings: foundationFree),
@@ -240,8 +232,7 @@ let package = Package(
                 "BlepayControl", "BlepayDaemonConfiguration", "BlepayProtocol", "DBusKit", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: foundationFree,
-            linkerSettings: packedRelocations
+            swiftSettings: foundationFree
         ),
         .executableTarget(
             name: "blepay-ledger",
@@ -252,8 +243,7 @@ let package = Package(
                 "BlepayService",
                 "BlepayConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            linkerSettings: packedRelocations
+            ]
         ),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         // Seeded randomness, hex, and the built executables for the tests.

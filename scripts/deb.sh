@@ -19,15 +19,8 @@ rm -f "$out"/*.deb
 # unit NAME DIR: the unit from systemd/, run from /usr/bin.
 unit() { install -d "$2/lib/systemd/system"; sed 's#/usr/local/bin/#/usr/bin/#' "$root/systemd/$1" > "$2/lib/systemd/system/$1"; }
 
-# glibc BINARY…: the oldest glibc that runs the binaries: the newest GLIBC_2.N version they need, and 2.36 for
-# packed relocations (GLIBC_ABI_DT_RELR), which an older loader refuses at start.
-glibc() {
-  local needs
-  needs=$(readelf -VW "$@")
-  { grep -o 'GLIBC_2\.[0-9.]*' <<<"$needs" | sed 's/^GLIBC_//'
-    if grep -q GLIBC_ABI_DT_RELR <<<"$needs"; then echo 2.36; fi
-  } | sort -uV | tail -n 1
-}
+# glibc BINARY…: the oldest glibc that runs the binaries, the newest GLIBC_2.N version they need.
+glibc() { readelf -VW "$@" | grep -o 'GLIBC_2\.[0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1; }
 
 # depends BINARY…: the packages of the shared libraries the binaries load (never the toolchain's), glibc's with the
 # oldest version that runs them.
