@@ -148,7 +148,8 @@ public final class BusinessTransport: PaymentTransport, Sendable {
         do {
             try await startDiscovery()
         } catch {
-            logger.warning("discovery did not start", metadata: ["error": "\(error)"])
+            // Cancelled, the call was given up by a stop: nothing failed.
+            if !Task.isCancelled { logger.warning("discovery did not start", metadata: ["error": "\(error)"]) }
         }
     }
 

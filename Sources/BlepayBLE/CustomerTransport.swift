@@ -157,7 +157,8 @@ public final class CustomerTransport: PaymentTransport, Sendable {
                         if addressDue.withLock({ due in defer { due = false }; return due }) { try await renewAddress() }
                         try await advertise()
                     } catch {
-                        logger.warning("advertising failed", metadata: ["error": "\(error)"])
+                        // Cancelled, the call was given up by a stop: nothing failed.
+                        if !Task.isCancelled { logger.warning("advertising failed", metadata: ["error": "\(error)"]) }
                     }
                 }
             }
@@ -420,7 +421,7 @@ public final class CustomerTransport: PaymentTransport, Sendable {
             do {
                 try await adapter.setPowered(true)
             } catch {
-                logger.warning("powering the adapter failed", metadata: ["error": "\(error)"])
+                if !Task.isCancelled { logger.warning("powering the adapter failed", metadata: ["error": "\(error)"]) }
             }
             advertisementDropped()
         case .adapterPoweredOn:

@@ -67,7 +67,8 @@ struct DaemonProcessTests {
 
     /// `systemctl stop` of a daemon that has just started: a stop cut its first calls to the ledger short, and in one
     /// run of fifteen of each, six customers and two businesses logged the ledger unreachable and its deny list not
-    /// fetched.
+    /// fetched. Under load, a customer stopped while it registered its advertisement again logged "advertising
+    /// failed … was cancelled".
     @Test(arguments: ["business", "customer"])
     func aDaemonStoppedAsItStartsLogsNoWarning(role: String) async throws {
         for _ in 0..<15 {

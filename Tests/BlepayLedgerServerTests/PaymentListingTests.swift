@@ -41,7 +41,7 @@ import Testing
                 _ = try await cafe.client.accept(try ledger.acceptance(of: request, by: customer), request: nil)
                 return request
             }
-            let expiring = try ledger.request(by: cafe, amount: 500, expiresIn: 1_000)
+            let expiring = try ledger.request(by: cafe, amount: 500, expiresIn: 5_000)
             _ = try await cafe.client.createPayment(expiring)
             let first = try await paid(by: alice, amount: 100)
             let second = try await paid(by: alice, amount: 200)
