@@ -91,7 +91,7 @@ import Testing
 
             // The bakery's payment of an id expires; the café's stays open and is paid.
             let expiringID = try PaymentID(bytes: Array(repeating: 0x54, count: 16))
-            _ = try await bakery.client.createPayment(try ledger.request(by: bakery, id: expiringID, amount: 100, expiresIn: 1_000))
+            _ = try await bakery.client.createPayment(try ledger.request(by: bakery, id: expiringID, amount: 100, expiresIn: 5_000))
             let open = try ledger.request(by: cafe, id: expiringID, amount: 700)
             _ = try await cafe.client.createPayment(open)
             var expired = try await bakery.client.payment(expiringID, waitingWhile: .authorizationRequired)
