@@ -13,6 +13,8 @@ public struct DaemonError: Error, Sendable, Hashable, CustomStringConvertible {
         case certificateNotRenewed = "daemon.certificate-not-renewed"
         /// The adapter is missing, or BlueZ refused what the daemon needs from it.
         case bluetoothUnavailable = "daemon.bluetooth-unavailable"
+        /// The metrics port cannot be listened on (another process holds it).
+        case metricsUnavailable = "daemon.metrics-unavailable"
     }
 
     public let code: Code

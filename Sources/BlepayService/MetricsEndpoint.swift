@@ -8,19 +8,14 @@ import ServiceLifecycle
 /// `GET /metrics` in Prometheus's text format on a loopback port, for a process that serves no HTTP of its own (the
 /// daemons). Loopback only: what a daemon counts is for the host's own scraper, or one it forwards to on purpose.
 public struct MetricsEndpoint: Service, CustomStringConvertible {
-    let port: Int
-    let registry: PrometheusCollectorRegistry
+    let channel: any Channel
+    let address: String
     let logger: Logger
     public var description: String { "MetricsEndpoint" }
 
-    public init(port: Int, registry: PrometheusCollectorRegistry, logger: Logger) {
-        self.port = port
-        self.registry = registry
-        self.logger = logger
-    }
-
-    public func run() async throws {
-        let registry = registry
+    /// Listens on the port at once, so that a port another process holds stops the daemon before it tells systemd
+    /// it is ready; `run` serves what the listener accepts.
+    public static func bind(port: Int, registry: PrometheusCollectorRegistry, logger: Logger) async throws -> MetricsEndpoint {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -29,7 +24,11 @@ public struct MetricsEndpoint: Service, CustomStringConvertible {
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()
-        logger.info("metrics served", metadata: ["address": "http://127.0.0.1:\(port)/metrics"])
+        return MetricsEndpoint(channel: channel, address: "http://127.0.0.1:\(port)/metrics", logger: logger)
+    }
+
+    public func run() async throws {
+        logger.info("metrics served", metadata: ["address": "\(address)"])
         // A future's wait is not cancellable: the shutdown closes the channel, which ends it.
         try? await withGracefulShutdownHandler {
             try await channel.closeFuture.get()

@@ -34,8 +34,9 @@ struct DaemonOptions: ParsableArguments {
     @Option(help: "The bus for BlueZ and the control API: 'system', or a D-Bus address.")
     var bus = "system"
 
-    /// Loads the configuration (exit 78 with one line if it cannot be used), opens the daemon's context (exit 1 with
-    /// one line if that fails; 78 if its state file cannot be migrated) and runs `daemon` until SIGTERM or SIGINT;
+    /// Loads the configuration (exit 78 with one line if it cannot be used), listens on its metrics port (exit 1 with
+    /// one line if it cannot), opens the daemon's context (exit 1 with one line if that fails; 78 if its state file
+    /// cannot be migrated) and runs `daemon` until SIGTERM or SIGINT;
     /// SIGHUP reloads what can be reloaded.
     func run(_ role: DaemonConfiguration.Role, _ services: (DaemonContext) throws -> [any Service]) async throws {
         ReloadService.ignoreUntilRunning()
@@ -51,6 +52,17 @@ struct DaemonOptions: ParsableArguments {
         let level = LogLevelSetting(LogLevelSetting.level(configured: configuration.logLevel, environment: environment))
         let logger = Logger.service("blepay.\(role.rawValue)", level: level)
         let registry = PrometheusCollectorRegistry()
+        // Bound before anything else starts: a port in use ends the daemon before it can say READY=1.
+        var metrics: [any Service] = []
+        if configuration.metricsPort != 0 {
+            do {
+                metrics = [try await MetricsEndpoint.bind(port: configuration.metricsPort, registry: registry, logger: logger)]
+            } catch {
+                let reason = DaemonError(.metricsUnavailable, "cannot listen on 127.0.0.1:\(configuration.metricsPort): \(error)")
+                FileHandle.standardError.write(Data("blepayd: \(reason)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
         let context: DaemonContext
         do {
             context = try await DaemonContext.open(
@@ -68,8 +80,6 @@ struct DaemonOptions: ParsableArguments {
                 let reloaded = try DaemonConfiguration.load(role, file: file)
                 level.level = LogLevelSetting.level(configured: reloaded.logLevel, environment: environment)
             }
-            let metrics: [any Service] = configuration.metricsPort == 0
-                ? [] : [MetricsEndpoint(port: configuration.metricsPort, registry: registry, logger: logger)]
             group = ServiceGroup(
                 services: [reload] + metrics + (try services(context)), gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger)
