@@ -119,7 +119,8 @@ public struct LedgerClient: Sendable {
     }
 
     /// POST `body` to `path`. `operation` names the logical operation for the key store (the same operation
-    /// retried later reuses its key); the key is forgotten once the ledger gave a final answer, unless `keepingKey`
+    /// retried later reuses its key); the key is forgotten once the ledger gave a final answer (a success or a
+    /// refusal; not a failure to answer, nor a call given up), unless `keepingKey`
     /// (the caller forgets it once it has kept the answer). `idempotencyKey`, if given, is the key itself: one the
     /// caller names, so that its own retries, even after a final answer, are the same operation.
     public func post<T: Decodable>(
@@ -136,7 +137,15 @@ public struct LedgerClient: Sendable {
         } catch {
             throw .unavailable("cannot keep the idempotency key: \(error)")
         }
-        let result: T = try await send("POST", path, body: bytes, idempotencyKey: key)
+        let result: T
+        do {
+            result = try await send("POST", path, body: bytes, idempotencyKey: key)
+        } catch {
+            // A refusal is as final as a success: the same operation asked again later is asked anew (a card
+            // topped up since may pay), and its key does not stay on disk for good.
+            if case .refused = error, let operation, !keepingKey { keys?.forget(operation) }
+            throw error
+        }
         if let operation, !keepingKey { keys?.forget(operation) }
         return result
     }

@@ -54,6 +54,37 @@ import Testing
         }
     }
 
+    /// A refusal is the ledger's final answer, as a success is. The key of a refused operation stayed on disk for
+    /// good, and the same acceptance sent again once the customer's card held enough was answered with the stored
+    /// refusal (`ledger.insufficient-funds`) instead of being carried out.
+    @Test(arguments: StorageKind.allCases)
+    func aRefusedOperationForgetsItsKeySoTheSameOneAskedLaterIsCarriedOut(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let cafe = try await ledger.merchant()
+            let alice = try await ledger.customer(balance: 500)
+            let store = try keyStore()
+            defer { try? FileManager.default.removeItem(atPath: store.directory) }
+            let request = try ledger.request(by: cafe, amount: 1_200)
+            let acceptance = try ledger.acceptance(of: request, by: alice)
+            let client = LedgerClient(baseURL: ledger.baseURL, credentials: cafe.client.credentials, keys: store,
+                retry: .init(attempts: 1), logger: testLogger)
+            do throws(LedgerClientError) {
+                let payment = try await client.accept(acceptance, request: request)
+                Issue.record("1,200 paid from a card holding 500: \(payment)")
+            } catch {
+                guard case .refused = error else { throw error }
+                #expect(error.code == "ledger.insufficient-funds", "\(error)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory).isEmpty)
+
+            _ = try await ledger.admin.deposit(Deposit(amount: 1_000, currency: "EUR"), into: alice.instrument!.id)
+            let payment = try await client.accept(acceptance, request: request)
+            #expect(payment.status == .settled, "\(payment)")
+            #expect(try await alice.client.instruments().first?.balances.first?.posted == 300)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory).isEmpty)
+        }
+    }
+
     @Test func anUnreachableLedgerIsUnavailableAfterTheRetriesAndTheKeyIsKept() async throws {
         let store = try keyStore()
         defer { try? FileManager.default.removeItem(atPath: store.directory) }
