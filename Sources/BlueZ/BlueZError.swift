@@ -34,6 +34,8 @@ public struct BlueZError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let timeout = Code(rawValue: "bluez.timeout")
         /// bluetoothd is not running, or the bus failed.
         public static let unavailable = Code(rawValue: "bluez.unavailable")
+        /// The caller gave the call up (its task was cancelled): it says nothing of bluetoothd.
+        public static let cancelled = Code(rawValue: "bluez.cancelled")
         /// bluetoothd sent something we did not expect.
         public static let unexpectedReply = Code(rawValue: "bluez.unexpected-reply")
     }
@@ -60,7 +62,8 @@ public struct BlueZError: Error, Sendable, Hashable, CustomStringConvertible {
         "AuthenticationFailed": .authenticationFailed, "ConnectionAttemptFailed": .connectionAttemptFailed,
     ]
 
-    /// Maps a DBusKit error: `org.bluez.Error.*` names to their codes, a missing bluetoothd to `unavailable`.
+    /// Maps a DBusKit error: `org.bluez.Error.*` names to their codes, a missing bluetoothd to `unavailable`, a call
+    /// its caller gave up to `cancelled`.
     public init(_ error: DBusError) {
         dbusName = error.name
         message = error.message
@@ -70,6 +73,7 @@ public struct BlueZError: Error, Sendable, Hashable, CustomStringConvertible {
         }
         switch (error.code, error.name) {
         case (.timeout, _): code = .timeout
+        case (.cancelled, _): code = .cancelled
         case (_, "org.freedesktop.DBus.Error.UnknownObject"), (_, "org.freedesktop.DBus.Error.UnknownMethod"):
             code = .notFound
         case (.typeMismatch, _): code = .unexpectedReply

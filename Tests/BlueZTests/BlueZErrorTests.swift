@@ -35,6 +35,8 @@ import Testing
         #expect(BlueZError(DBusError.reply(name: "org.freedesktop.DBus.Error.UnknownMethod", "no")).code == .notFound)
         #expect(BlueZError(DBusError(.typeMismatch, "bad")).code == .unexpectedReply)
         #expect(BlueZError(DBusError(.disconnected, "bus gone")).code == .unavailable)
+        // A stop that cancels a call says nothing of bluetoothd: it was `bluez.unavailable`.
+        #expect(BlueZError(DBusError(.cancelled, "RegisterAdvertisement was cancelled")).code == .cancelled)
         #expect(BlueZError(DBusError.reply(name: "org.freedesktop.DBus.Error.ServiceUnknown", "no bluetoothd")).code
             == .unavailable)
     }
