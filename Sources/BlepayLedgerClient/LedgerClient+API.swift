@@ -1,5 +1,6 @@
 import BlepayLedger
 import BlepayProtocol
+import Crypto
 import Foundation
 
 /// The API's calls, typed. Paths and bodies are `docs/ledger-openapi.yaml`'s.
@@ -49,8 +50,19 @@ extension LedgerClient {
     // Devices (HMAC-signed).
     public func ownAccount() async throws(LedgerClientError) -> AccountResource { try await get("/v1/account") }
 
+    /// Adds an instrument. The same instrument added again while the first try's answer never came is the same
+    /// operation (its key kept until the ledger answers), so the ledger answers with the instrument it made instead
+    /// of making a second.
     public func addInstrument(_ body: CreateInstrument) async throws(LedgerClientError) -> InstrumentResource {
-        try await post("/v1/instruments", body)
+        guard case .device(_, let secret) = credentials else { return try await post("/v1/instruments", body) }
+        return try await post("/v1/instruments", body, operation: Self.operation(adding: body, secret: secret))
+    }
+
+    /// The operation an instrument's addition is kept under: named by a hash of the body keyed with the device's
+    /// secret, so that the key file's name says nothing of the card.
+    public static func operation(adding body: CreateInstrument, secret: SymmetricKey) -> String {
+        let bytes = (try? encode(body)) ?? []
+        return "instrument-" + Array(HMAC<SHA256>.authenticationCode(for: bytes, using: secret)).prefix(16).hex
     }
 
     public func instruments() async throws(LedgerClientError) -> [InstrumentResource] {

@@ -85,6 +85,36 @@ import Testing
         }
     }
 
+    /// A card added again after the first try's answer was lost (the control call answered `ledger-offline`, the
+    /// ledger had made the card) was a second instrument: each try was a new operation.
+    @Test(arguments: StorageKind.allCases)
+    func aCardAddedAgainAfterALostAnswerIsTheInstrumentTheFirstTryMade(kind: StorageKind) async throws {
+        try await RunningLedger.with(kind) { ledger in
+            let alice = try await ledger.customer(balance: 0)
+            let store = try keyStore()
+            defer { try? FileManager.default.removeItem(atPath: store.directory) }
+            guard case .device(_, let secret) = alice.client.credentials else { throw CancellationError() }
+            let body = CreateInstrument(card: .init(number: "5555555555554444", expiryMonth: 6,
+                expiryYear: Calendar(identifier: .gregorian).component(.year, from: Date()) + 2, cvc: "321"))
+
+            // The first try reached the ledger, and its answer was lost.
+            let key = try store.key(for: LedgerClient.operation(adding: body, secret: secret))
+            #expect(try !FileManager.default.contentsOfDirectory(atPath: store.directory).contains { $0.contains("5555") })
+            let bytes = try LedgerClient.encode(body)
+            let first = try await ledger.raw("POST", "/v1/instruments",
+                headers: ledger.signed("POST", "/v1/instruments", body: bytes, device: alice.device, idempotencyKey: key),
+                body: bytes)
+            #expect(first.status == 201 || first.status == 200, "\(first.status)")
+            let made = try JSONDecoder().decode(InstrumentResource.self, from: Data(first.body))
+
+            let client = LedgerClient(baseURL: ledger.baseURL, credentials: alice.client.credentials, keys: store,
+                retry: .init(attempts: 1), logger: testLogger)
+            #expect(try await client.addInstrument(body).id == made.id)
+            #expect(try await alice.client.instruments().count == 2)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory).isEmpty)
+        }
+    }
+
     @Test func anUnreachableLedgerIsUnavailableAfterTheRetriesAndTheKeyIsKept() async throws {
         let store = try keyStore()
         defer { try? FileManager.default.removeItem(atPath: store.directory) }
