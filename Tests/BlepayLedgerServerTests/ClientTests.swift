@@ -93,7 +93,10 @@ import Testing
             let alice = try await ledger.customer(balance: 0)
             let store = try keyStore()
             defer { try? FileManager.default.removeItem(atPath: store.directory) }
-            guard case .device(_, let secret) = alice.client.credentials else { throw CancellationError() }
+            guard case .device(_, let secret) = alice.client.credentials else {
+                Issue.record("a customer's client signs as its device")
+                return
+            }
             let body = CreateInstrument(card: .init(number: "5555555555554444", expiryMonth: 6,
                 expiryYear: Calendar(identifier: .gregorian).component(.year, from: Date()) + 2, cvc: "321"))
 
@@ -104,7 +107,7 @@ import Testing
             let first = try await ledger.raw("POST", "/v1/instruments",
                 headers: ledger.signed("POST", "/v1/instruments", body: bytes, device: alice.device, idempotencyKey: key),
                 body: bytes)
-            #expect(first.status == 201 || first.status == 200, "\(first.status)")
+            #expect(first.status == 201, "\(first.status)")
             let made = try JSONDecoder().decode(InstrumentResource.self, from: Data(first.body))
 
             let client = LedgerClient(baseURL: ledger.baseURL, credentials: alice.client.credentials, keys: store,
