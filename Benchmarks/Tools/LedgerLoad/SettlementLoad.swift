@@ -39,8 +39,7 @@ struct SettlementLoad {
             let issued = try await person.clients[0].createPreAuthorization(
                 CreatePreAuthorization(
                     instrumentId: person.instrument!, amount: Int64(Self.amount) * Int64(uses), currency: "EUR",
-                    lifetimeSeconds: 3600),
-                operation: "bench-voucher")
+                    lifetimeSeconds: 3600))
             guard let bytes = Data(base64Encoded: issued.voucher) else { throw LoadError("voucher \(issued.id) is not base64") }
             return try PreAuthorizationVoucher(encoded: Array(bytes))
         }
