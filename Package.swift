@@ -5,6 +5,11 @@ import PackageDescription
 // members of a module are visible only where it is imported, so Foundation cannot slip in through a dependency.
 let foundationFree: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
 
+// The Swift runtime linked in statically asks the linker to export every symbol of the executable (49,000 in
+// blepayd), which nothing loads against: the loader then reads and resolves that table at every start (3 MB more
+// resident, 6 % more instructions before main). Programs export nothing.
+let exportsNothing: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--no-export-dynamic"])]
+
 let package = Package(
     name: "blepay",
     platforms: [.macOS(.v15)],
@@ -82,7 +87,8 @@ let package = Package(
                 "BlueZ", "L2CAP", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: exportsNothing
         ),
         // The Noise Protocol Framework (Noise_XX_25519_ChaChaPoly_SHA256) on swift-crypto.
         .target(
@@ -222,7 +228,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: exportsNothing
         ),
         // An app's client of the daemons, in the reference SDK's shape, over their control API.
         .target(name: "BlepayClient", dependencies: ["BlepayControl", "DBusKit"], swiftSettings: foundationFree),
@@ -232,7 +239,8 @@ let package = Package(
                 "BlepayControl", "BlepayDaemonConfiguration", "BlepayProtocol", "DBusKit", "BlepayVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: foundationFree
+            swiftSettings: foundationFree,
+            linkerSettings: exportsNothing
         ),
         .executableTarget(
             name: "blepay-ledger",
@@ -243,7 +251,8 @@ let package = Package(
                 "BlepayService",
                 "BlepayConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            linkerSettings: exportsNothing
         ),
         .target(name: "DBusTestSupport", dependencies: ["DBusKit"], path: "Tests/DBusTestSupport"),
         // Seeded randomness, hex, and the built executables for the tests.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the packages `make deb` built: names, version and dependencies (no Swift toolchain; glibc from the version
 # its binaries need), the files each carries, the configuration as conffiles, maintainer scripts that enable and start
-# nothing, and that every binary, unpacked and run with nothing of the toolchain on its paths, says its version.
+# nothing, and that every binary exports no symbols and, unpacked and run with nothing of the toolchain on its paths,
+# says its version.
 # Usage: scripts/check-deb.sh OUT_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +50,9 @@ grep -q '^ExecStart=/usr/bin/blepayd customer' "$work/root/lib/systemd/system/bl
 for binary in blepayd blepayctl blepay-ledger; do
   path=$work/root/usr/bin/$binary
   if ldd "$path" | grep -q '/opt/swift\|not found'; then fail "$binary loads the toolchain's libraries: $(ldd "$path")"; fi
+  # Symbols exported to the loader are looked up and resolved at every start, and nothing loads against them.
+  exported=$(readelf --dyn-syms -W "$path" | awk 'NR > 3 && $7 != "UND"' | wc -l)
+  (( exported == 0 )) || fail "$binary exports $exported symbols to the dynamic loader"
   said=$(env -i PATH=/usr/bin:/bin "$path" --version) || fail "$binary --version failed"
   [[ $said == "blepay $version (commit "*")" ]] || fail "$binary --version said: $said"
 done
