@@ -39,6 +39,39 @@ import Testing
         }
     }
 
+    /// Under writes that never pause, with reads beside them, the WAL starts over once it holds `restartFrames`
+    /// instead of growing for as long as the writes go on (it had grown to 450 MB in 8,000 payments).
+    @Test func theWALStaysBoundedUnderSteadyWrites() async throws {
+        try await withFile { path in
+            let restartFrames = 200
+            let storage = try SQLiteStorage(
+                path: path, checkpointDelay: .milliseconds(10), restartFrames: restartFrames, logger: testLogger)
+            try await storage.write { tx in try tx.run("CREATE TABLE items (id INTEGER PRIMARY KEY, b BLOB)", []) }
+            let blob = SQLValue.blob([UInt8](repeating: 7, count: 3_000))
+            let writers = 8, writes = 400
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for index in 0..<writes {
+                            try await storage.write { tx in
+                                try tx.run("INSERT INTO items (id, b) VALUES (?, ?)", [.integer(Int64(writer * writes + index)), blob])
+                            }
+                            _ = try await storage.read { tx in try tx.row("SELECT COUNT(*) FROM items", []) }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // Each insert writes at least one frame: the writes made many times what the WAL may hold.
+            let frame = 4096 + 24
+            #expect(writers * writes > 5 * restartFrames)
+            #expect(walSize(path) <= 2 * restartFrames * frame, "the WAL grew to \(walSize(path) / frame) frames")
+            let count = try await storage.read { tx in try tx.row("SELECT COUNT(*) FROM items", []) }
+            #expect(try count?.integer(0) == Int64(writers * writes))
+            try await storage.close()
+        }
+    }
+
     @Test func checkpointedRowsSurviveAReopen() async throws {
         try await withFile { path in
             let storage = try SQLiteStorage(path: path, logger: testLogger)

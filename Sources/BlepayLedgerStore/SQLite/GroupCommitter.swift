@@ -12,7 +12,7 @@ final class GroupCommitter: Sendable {
 
     private let pool: DatabasePool
     private let logger: Logger
-    /// Told after each commit (the checkpointer's cue).
+    /// Told after each commit, once its callers have their results (the checkpointer's cue; it may hold the writer).
     private let committed: @Sendable () -> Void
     private let queue = DispatchQueue(label: "blepay.ledger.sqlite-writer")
     private let state = Mutex(State())
@@ -49,6 +49,7 @@ final class GroupCommitter: Sendable {
             }
             guard !group.isEmpty else { return }
             var results: [Result<any Sendable, any Error>] = []
+            var succeeded = false
             do {
                 try pool.writeWithoutTransaction { db in
                     try db.inTransaction(.immediate) {
@@ -66,13 +67,14 @@ final class GroupCommitter: Sendable {
                         return .commit
                     }
                 }
-                committed()
+                succeeded = true
             } catch {
                 logger.error("sqlite commit failed", metadata: ["error": "\(error)", "transactions": "\(group.count)"])
                 let failure = StorageError(.unavailable, "\(error)")
                 results = group.map { _ in .failure(failure) }
             }
             for ((_, completion), result) in zip(group, results) { completion(result) }
+            if succeeded { committed() }
         }
     }
 }

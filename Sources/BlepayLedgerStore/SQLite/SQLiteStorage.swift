@@ -14,7 +14,12 @@ public final class SQLiteStorage: LedgerStorage {
     let checkpointer: Checkpointer
 
     /// Opens (creating if needed) the database file at `path`.
-    public init(path: String, logger: Logger) throws(StorageError) {
+    public convenience init(path: String, logger: Logger) throws(StorageError) {
+        try self.init(path: path, checkpointDelay: .milliseconds(250), restartFrames: 8192, logger: logger)
+    }
+
+    /// `checkpointDelay` and `restartFrames` as `Checkpointer` takes them.
+    init(path: String, checkpointDelay: DispatchTimeInterval, restartFrames: Int, logger: Logger) throws(StorageError) {
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
@@ -30,7 +35,7 @@ public final class SQLiteStorage: LedgerStorage {
         } catch {
             throw StorageError(.unavailable, "cannot open \(path): \(error)")
         }
-        checkpointer = try Checkpointer(path: path, logger: logger)
+        checkpointer = try Checkpointer(path: path, delay: checkpointDelay, restartFrames: restartFrames, logger: logger)
         committer = GroupCommitter(pool: pool, logger: logger) { [checkpointer] in checkpointer.committed() }
     }
 
