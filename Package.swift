@@ -5,9 +5,9 @@ import PackageDescription
 // members of a module are visible only where it is imported, so Foundation cannot slip in through a dependency.
 let foundationFree: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
 
-// The Swift runtime linked in statically asks the linker to export every symbol of the executable (49,000 in
-// blepayd), which nothing loads against: the loader then reads and resolves that table at every start (3 MB more
-// resident, 6 % more instructions before main). Programs export nothing.
+// The Swift runtime linked in statically asks the linker to export every symbol of the executable (44,000-49,000 in
+// the daemons), which nothing loads against; yet at every start the runtime's `dladdr` of itself walks that whole
+// table (about 3 MB more resident, 6 % more instructions before main). Programs export nothing.
 let exportsNothing: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--no-export-dynamic"])]
 
 let package = Package(
