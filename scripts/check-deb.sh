@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the packages `make deb` built: names, version and dependencies (no Swift toolchain; glibc from the version
 # its binaries need), the files each carries, the configuration as conffiles, maintainer scripts that enable and start
-# nothing, and that every binary exports no symbols and, unpacked and run with nothing of the toolchain on its paths,
+# nothing, and that every binary exports no symbols, keeps its relative relocations packed and, unpacked and run with nothing of the toolchain on its paths,
 # says its version.
 # Usage: scripts/check-deb.sh OUT_DIR
 set -euo pipefail
@@ -36,7 +36,9 @@ for package in blepay-ledger blepay; do
     || fail "$package: wrong name or version"
   depends=$(dpkg-deb -f "$deb" Depends)
   grep -qi swift <<<"$depends" && fail "$package depends on the toolchain: $depends"
-  grep -Eq 'libc6 \(>= 2\.[0-9]+\)' <<<"$depends" || fail "$package does not name the glibc its binaries need: $depends"
+  glibc=$(grep -Eo 'libc6 \(>= 2\.[0-9]+\)' <<<"$depends" | grep -Eo '[0-9]+\)$' | tr -d ')') \
+    || fail "$package does not name the glibc its binaries need: $depends"
+  (( glibc >= 36 )) || fail "$package names glibc 2.$glibc, and its packed relocations need 2.36: $depends"
   dpkg-deb -e "$deb" "$work/$package.control"
   grep -q '^/etc/blepay/' "$work/$package.control/conffiles" || fail "$package: no conffiles"
   if grep -Eq 'systemctl (enable|start|restart)|deb-systemd-invoke start' "$work/$package.control"/{postinst,prerm,postrm}; then
@@ -53,6 +55,11 @@ for binary in blepayd blepayctl blepay-ledger; do
   # Symbols exported to the loader are looked up and resolved at every start, and nothing loads against them.
   exported=$(readelf --dyn-syms -W "$path" | awk 'NR > 3 && $7 != "UND"' | wc -l)
   (( exported == 0 )) || fail "$binary exports $exported symbols to the dynamic loader"
+  # Relative relocations are applied at every start: packed (DT_RELR), not 3 MB of 24-byte entries. A packed
+  # binary needs glibc 2.36, which the package must say.
+  readelf -dW "$path" | grep '(RELR)' >/dev/null || fail "$binary keeps its relative relocations unpacked (no DT_RELR)"
+  relative=$(readelf -rW "$path" | grep -c '_RELATIVE' || true)
+  (( relative < 1000 )) || fail "$binary has $relative unpacked relative relocations"
   said=$(env -i PATH=/usr/bin:/bin "$path" --version) || fail "$binary --version failed"
   [[ $said == "blepay $version (commit "*")" ]] || fail "$binary --version said: $said"
 done

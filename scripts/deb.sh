@@ -19,8 +19,14 @@ rm -f "$out"/*.deb
 # unit NAME DIR: the unit from systemd/, run from /usr/bin.
 unit() { install -d "$2/lib/systemd/system"; sed 's#/usr/local/bin/#/usr/bin/#' "$root/systemd/$1" > "$2/lib/systemd/system/$1"; }
 
-# glibc BINARY…: the oldest glibc that runs the binaries, the newest GLIBC_2.N version they need.
-glibc() { readelf -VW "$@" | grep -o 'GLIBC_2\.[0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1; }
+# glibc BINARY…: the oldest glibc that runs the binaries, the newest GLIBC_2.N version they need; 2.36 at least if
+# their relative relocations are packed (DT_RELR, which glibc names GLIBC_ABI_DT_RELR and loads from 2.36 on).
+glibc() {
+  {
+    readelf -VW "$@" | grep -o 'GLIBC_2\.[0-9.]*' | sed 's/^GLIBC_//'
+    readelf -VW "$@" | grep 'GLIBC_ABI_DT_RELR' >/dev/null && echo 2.36
+  } | sort -uV | tail -n 1
+}
 
 # depends BINARY…: the packages of the shared libraries the binaries load (never the toolchain's), glibc's with the
 # oldest version that runs them.
