@@ -21,7 +21,7 @@ TEST_WIDTH = --experimental-maximum-parallelization-width 16
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: all deps build test unit-test contract rig-test fuzz bench demo install deb clean
+.PHONY: all deps build test unit-test contract rig-test fuzz bench demo install programs deb clean
 
 all: build
 
@@ -84,16 +84,19 @@ bench: deps
 
 # Release binaries, systemd units, sysusers, the D-Bus policy, sample configuration (kept if present), completions and
 # docs; DESTDIR=/some/dir installs below it without touching the running system.
-install:
-	$(SWIFT) build $(RELEASE)
+install: programs
 	bash scripts/install.sh $(RELEASE_BIN_PATH)
 
-# Debian packages in .build/deb: blepay-ledger and blepay, the Swift runtime linked in (no toolchain on the host),
-# then checked (scripts/check-deb.sh).
-deb:
+# The release programs, product by product: a plain `swift build` builds every dependency's products as well, and
+# GRDB's dynamic library does not link with the Swift runtime linked in statically.
+programs:
 	$(SWIFT) build $(RELEASE) --product blepayd
 	$(SWIFT) build $(RELEASE) --product blepayctl
 	$(SWIFT) build $(RELEASE) --product blepay-ledger
+
+# Debian packages in .build/deb: blepay-ledger and blepay, the Swift runtime linked in (no toolchain on the host),
+# then checked (scripts/check-deb.sh).
+deb: programs
 	bash scripts/deb.sh $(RELEASE_BIN_PATH) .build/deb
 	bash scripts/check-deb.sh .build/deb
 
