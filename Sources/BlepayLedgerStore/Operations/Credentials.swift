@@ -98,13 +98,6 @@ extension LedgerOperations {
         return try self.account(tx, account, for: .admin)
     }
 
-    /// Refuses what would pay a blocked merchant.
-    func requireUnblocked(_ tx: any SQLTransaction, merchant: String) throws -> Pending<Void> {
-        try tx.send("SELECT id FROM accounts WHERE id = ? AND blocked_at IS NULL", [.text(merchant)]).map { result in
-            guard !result.rows.isEmpty else { throw APIError.accountBlocked }
-        }
-    }
-
     /// The keys a deny list blocks besides double spenders': revoked devices' and blocked merchants' business devices'.
     func deniedDeviceKeys(_ tx: any SQLTransaction) throws -> [Key32] {
         try tx.rows(

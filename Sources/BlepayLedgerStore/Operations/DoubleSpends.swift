@@ -35,7 +35,7 @@ extension LedgerOperations {
     /// Refuses a device key caught double spending (`ledger.device-blocked`).
     func refuseBlocked(_ tx: any SQLTransaction, _ key: Key32) throws -> Pending<Void> {
         try tx.send("SELECT 1 FROM double_spends WHERE device_key = ?", [.blob(key.bytes)]).map { result in
-            guard result.rows.isEmpty else { throw APIError(LedgerError(.deviceBlocked, "this device signed a double spend")) }
+            guard result.rows.isEmpty else { throw APIError.doubleSpender }
         }
     }
 
@@ -143,4 +143,9 @@ extension LedgerOperations {
         }
         return problems + unproven.sorted().map { "\($0) was refused as a double spend without a stored proof" }
     }
+}
+
+extension APIError {
+    /// A device key caught double spending pays no more.
+    static var doubleSpender: APIError { APIError(LedgerError(.deviceBlocked, "this device signed a double spend")) }
 }

@@ -61,10 +61,13 @@ public final class PostgresStorage: LedgerStorage {
     private let threadPool: NIOThreadPool
     private let pool: PostgresConnectionPool
     private let waited = Atomic<Int>(0)
+    private let sent = Atomic<Int>(0)
 
     /// How many times transactions' threads have waited for the database so far, however many statements each wait
     /// confirms.
     public var waits: Int { waited.load(ordering: .relaxed) }
+    /// How many statements transactions have sent the database so far (merged writes count once).
+    public var statements: Int { sent.load(ordering: .relaxed) }
 
     /// How many times a transaction is tried when the database keeps asking for a retry.
     static let attempts = 10
@@ -124,6 +127,7 @@ public final class PostgresStorage: LedgerStorage {
         var connectionFailed: Bool
         var bodyRan: Bool
         var waits: Int
+        var statements: Int
     }
 
     private func transaction<T: Sendable>(
@@ -142,6 +146,7 @@ public final class PostgresStorage: LedgerStorage {
             }
             await pool.release(connection, broken: outcome.connectionFailed)
             waited.add(outcome.waits, ordering: .relaxed)
+            sent.add(outcome.statements, ordering: .relaxed)
             switch outcome.result {
             case .success(let value):
                 return value
@@ -178,7 +183,7 @@ public final class PostgresStorage: LedgerStorage {
                 throw StorageError(.unavailable, "the transaction was rolled back: a statement in it failed")
             }
             return Attempt(result: .success(value), retry: nil, connectionFailed: false, bodyRan: true,
-                waits: tx.waits)
+                waits: tx.waits, statements: tx.statements)
         } catch {
             if !tx.connectionFailed && !rolledBack { _ = try? tx.execute("ROLLBACK", []) }
             // Retried if the failure that ended it asked for a retry.
@@ -187,7 +192,7 @@ public final class PostgresStorage: LedgerStorage {
                 : (error as? StorageError).flatMap { tx.retryableFailures[$0] }
             // BEGIN is confirmed with the body's first statement: a connection that failed before it ran nothing.
             return Attempt(result: .failure(error), retry: retry, connectionFailed: tx.connectionFailed,
-                bodyRan: tx.confirmed > 0, waits: tx.waits)
+                bodyRan: tx.confirmed > 0, waits: tx.waits, statements: tx.statements)
         }
     }
 }

@@ -6,7 +6,8 @@ import PostgresNIO
 /// as the body gives them and sent when an answer is read: reading one sends every statement queued, in order, in
 /// one hop to the connection's event loop, and waits once for all their answers, however many were queued. The
 /// connection still exchanges each statement with the server on its own: postgres-nio sends a statement once the
-/// one before it is answered. Plain SELECTs, INSERTs, UPDATEs and DELETEs are prepared on the connection the first
+/// one before it is answered. So writes queued one after another that cannot depend on one another go as one
+/// statement (`MergedWrites`). Plain SELECTs, INSERTs, UPDATEs and DELETEs are prepared on the connection the first
 /// time they run there (`PreparedStatements`). Never used on an event loop thread.
 final class PostgresTransaction: SQLTransaction {
     let connection: PostgresConnection
@@ -21,8 +22,10 @@ final class PostgresTransaction: SQLTransaction {
     private(set) var confirmed = 0
     /// How many times the transaction waited for the database.
     private(set) var waits = 0
-    /// Queued and not yet sent (and the promise of each one's answer).
-    private var unsent: [(statement: Statement, answer: EventLoopPromise<Answer>)] = []
+    /// How many statements it sent, writes merged counted once.
+    private(set) var statements = 0
+    /// Queued and not yet sent: the statement, the promise of its answer, and what it is if it may be merged.
+    private var unsent: [Queued] = []
     /// Sent or queued, and not yet confirmed.
     private var unconfirmed: [(sql: String, answer: EventLoopFuture<Answer>)] = []
     /// Runs each batch on the connection's event loop.
@@ -50,6 +53,12 @@ final class PostgresTransaction: SQLTransaction {
     enum Statement: Sendable {
         case prepared(PreparedStatements.Statement)
         case unprepared(PostgresQuery)
+    }
+
+    struct Queued: Sendable {
+        let statement: Statement
+        let answer: EventLoopPromise<Answer>
+        let write: MergedWrites.Write?
     }
 
     /// What the database answered a statement, and its command tag when it ran unprepared.
@@ -138,6 +147,11 @@ final class PostgresTransaction: SQLTransaction {
 
     /// Queues one statement; its answer is confirmed with the next wait.
     private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<Answer> {
+        queue(sql, Self.statement(sql, binds), write: MergedWrites.write(sql, binds))
+    }
+
+    /// `sql` bound to `binds`, prepared if it can be.
+    private static func statement(_ sql: String, _ binds: [SQLValue]) -> Statement {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {
             switch bind {
@@ -147,23 +161,50 @@ final class PostgresTransaction: SQLTransaction {
             case .blob(let value): bindings.append(ByteBuffer(bytes: value))
             }
         }
-        let statement = PreparedStatements.statement(sql, binds, bindings).map(Statement.prepared)
+        return PreparedStatements.statement(sql, binds, bindings).map(Statement.prepared)
             ?? .unprepared(PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: bindings))
-        return queue(sql, statement)
     }
 
-    private func queue(_ sql: String, _ statement: Statement) -> EventLoopFuture<Answer> {
+    private func queue(_ sql: String, _ statement: Statement, write: MergedWrites.Write? = nil) -> EventLoopFuture<Answer> {
         let answer = connection.eventLoop.makePromise(of: Answer.self)
-        unsent.append((statement, answer))
+        unsent.append(Queued(statement: statement, answer: answer, write: write))
         unconfirmed.append((sql, answer.futureResult))
         return answer.futureResult
+    }
+
+    /// The batch to send: each group of writes that may go together as one statement, whose answer gives each write
+    /// its count (or its failure).
+    private func merged(_ batch: [Queued]) -> [Queued] {
+        MergedWrites.groups(batch, write: \.write).map { group in
+            guard group.count > 1 else { return group[0] }
+            let (sql, binds) = MergedWrites.statement(group.compactMap(\.write))
+            let answer = connection.eventLoop.makePromise(of: Answer.self)
+            answer.futureResult.whenComplete { result in
+                switch result {
+                case .success(let answer):
+                    let counts = answer.result.rows.first?.values ?? []
+                    for (index, write) in group.enumerated() {
+                        guard index < counts.count, case .integer(let count) = counts[index] else {
+                            write.answer.fail(StorageError(.corrupt, "merged writes answered \(counts)"))
+                            continue
+                        }
+                        write.answer.succeed(Answer(result: SQLResult(rows: [], changed: Int(count))))
+                    }
+                case .failure(let error):
+                    for write in group { write.answer.fail(error) }
+                }
+            }
+            return Queued(statement: Self.statement(sql, binds), answer: answer, write: nil)
+        }
     }
 
     /// Sends what is queued and waits once for every statement not yet confirmed, throwing the first failure.
     private func confirmSent() throws(StorageError) {
         guard !unconfirmed.isEmpty else { return }
         waits += 1
-        Self.send(unsent, on: connection, loop: loop, logger: logger)
+        let batch = merged(unsent)
+        statements += batch.count
+        Self.send(batch, on: connection, loop: loop, logger: logger)
         unsent = []
         let sent = unconfirmed
         unconfirmed = []
@@ -175,20 +216,17 @@ final class PostgresTransaction: SQLTransaction {
     /// One task for the batch, on the connection's event loop: each statement is written when the one before it is
     /// answered (as postgres-nio would send them anyway), and checked against a closed connection in the same turn of
     /// the loop that writes it, since a statement written to a closed connection is never answered.
-    private static func send(
-        _ batch: [(statement: Statement, answer: EventLoopPromise<Answer>)], on connection: PostgresConnection,
-        loop: LoopExecutor, logger: Logger
-    ) {
+    private static func send(_ batch: [Queued], on connection: PostgresConnection, loop: LoopExecutor, logger: Logger) {
         Task(executorPreference: loop) {
-            for (statement, answer) in batch {
+            for queued in batch {
                 guard !connection.isClosed else {
-                    answer.fail(StorageError(.unavailable, "the connection is closed"))
+                    queued.answer.fail(StorageError(.unavailable, "the connection is closed"))
                     continue
                 }
                 do {
-                    answer.succeed(try await run(statement, on: connection, logger: logger))
+                    queued.answer.succeed(try await run(queued.statement, on: connection, logger: logger))
                 } catch {
-                    answer.fail(error)
+                    queued.answer.fail(error)
                 }
             }
         }

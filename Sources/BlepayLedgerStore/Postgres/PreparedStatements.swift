@@ -48,13 +48,13 @@ enum PreparedStatements {
 
     static func sql(_ number: Int) -> String { registry.withLock { $0.texts[number] } }
 
-    /// `sql` as it is prepared, or nil if it is not: a SELECT as it is; an INSERT, UPDATE or DELETE returning a row for
-    /// each row it changes, which is how its count is read (postgres-nio gives a prepared statement's command tag only
-    /// through a call that traps when the statement fails).
+    /// `sql` as it is prepared, or nil if it is not: a SELECT (or a WITH, as merged writes are sent) as it is; an
+    /// INSERT, UPDATE or DELETE returning a row for each row it changes, which is how its count is read (postgres-nio
+    /// gives a prepared statement's command tag only through a call that traps when the statement fails).
     static func prepared(_ sql: String) -> String? {
         let head = sql.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }.prefix(7)
         let word = String(decoding: head, as: UTF8.self).uppercased()
-        if word == "SELECT " { return sql }
+        if word == "SELECT " || word.hasPrefix("WITH ") { return sql }
         guard word == "INSERT " || word == "UPDATE " || word == "DELETE ",
             sql.uppercased().utf8.firstRange(of: "RETURNING".utf8) == nil, !sql.utf8.contains(UInt8(ascii: ";"))
         else { return nil }

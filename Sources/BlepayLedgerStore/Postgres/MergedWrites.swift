@@ -1,0 +1,69 @@
+/// Writes queued one after another, sent to PostgreSQL as one statement: `WITH w0 AS (… RETURNING 1), w1 AS (…)
+/// SELECT (SELECT count(*) FROM w0), …`, which answers each write's count. The database's work for a statement is
+/// mostly its own (the protocol's messages, a portal, a snapshot, the executor's start and end), not the rows it
+/// changes, and a payment's last writes each touch a row of another table (docs/benchmarks.md).
+///
+/// The sub-statements of one statement share its snapshot and do not see one another's changes, so only writes that
+/// cannot depend on one another go together: each changes a table none of the others changes, and reads no other
+/// table (its text holds no SELECT). Foreign keys are checked after the whole statement, as after each write before.
+enum MergedWrites {
+    /// A write that may go out with others: its text, values, and the table it changes.
+    struct Write: Sendable {
+        let sql: String
+        let binds: [SQLValue]
+        let table: String
+    }
+
+    /// `sql` as a write that may go out with others, or nil: a plain INSERT INTO, UPDATE or DELETE FROM one table
+    /// that returns nothing and reads no other table.
+    static func write(_ sql: String, _ binds: [SQLValue]) -> Write? {
+        let upper = sql.uppercased()
+        guard !upper.contains("SELECT"), !upper.contains("RETURNING"), !upper.contains(";") else { return nil }
+        let words = upper.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" }).prefix(3).map(String.init)
+        let table: String
+        switch words.first {
+        case "INSERT" where words.count == 3 && words[1] == "INTO": table = words[2]
+        case "UPDATE" where words.count >= 2: table = words[1]
+        case "DELETE" where words.count == 3 && words[1] == "FROM": table = words[2]
+        default: return nil
+        }
+        return Write(sql: sql, binds: binds, table: table)
+    }
+
+    /// Groups a batch in order: each run of writes that may go together becomes one group, and every other
+    /// statement (or a write of a table its run changes already) starts a group of its own. `write` says what each
+    /// element is.
+    static func groups<Element>(_ batch: [Element], write: (Element) -> Write?) -> [[Element]] {
+        var groups: [[Element]] = []
+        var tables: Set<String> = []
+        for element in batch {
+            guard let merged = write(element) else {
+                groups.append([element])
+                tables = []
+                continue
+            }
+            if let last = groups.last, !tables.isEmpty, !tables.contains(merged.table), last.count < limit {
+                groups[groups.count - 1].append(element)
+            } else {
+                groups.append([element])
+                tables = []
+            }
+            tables.insert(merged.table)
+        }
+        return groups
+    }
+
+    /// At most this many writes a statement: the texts that are prepared stay few.
+    static let limit = 8
+
+    /// The statement for `writes`, and its values in order.
+    static func statement(_ writes: [Write]) -> (sql: String, binds: [SQLValue]) {
+        var sql = "WITH "
+        for (index, write) in writes.enumerated() {
+            if index > 0 { sql += ", " }
+            sql += "w\(index) AS (\(write.sql) RETURNING 1)"
+        }
+        sql += " SELECT " + writes.indices.map { "(SELECT count(*) FROM w\($0))" }.joined(separator: ", ")
+        return (sql, writes.flatMap(\.binds))
+    }
+}
