@@ -17,6 +17,9 @@ enum MergedWrites {
     /// `sql` as a write that may go out with others, or nil: a plain INSERT INTO, UPDATE or DELETE FROM one table
     /// that returns nothing and reads no other table.
     static func write(_ sql: String, _ binds: [SQLValue]) -> Write? {
+        // Most statements are reads: they are told by their first letter, before the text is copied upper-cased.
+        let first = sql.utf8.first { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\n") }.map { $0 | 0x20 }
+        guard first == UInt8(ascii: "i") || first == UInt8(ascii: "u") || first == UInt8(ascii: "d") else { return nil }
         let upper = sql.uppercased()
         guard !upper.contains("SELECT"), !upper.contains("RETURNING"), !upper.contains(";") else { return nil }
         let words = upper.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" }).prefix(3).map(String.init)
