@@ -11,6 +11,8 @@ extension StorageTests {
         #expect(MergedWrites.write("DELETE FROM items WHERE id = ?", [])?.table == "ITEMS")
         // A write that reads another table would not see what the others change.
         #expect(MergedWrites.write("UPDATE items SET i = (SELECT i FROM other WHERE id = ?)", []) == nil)
+        #expect(MergedWrites.write("UPDATE items SET i = other.i\nFROM other WHERE other.id = items.id", []) == nil)
+        #expect(MergedWrites.write("DELETE FROM items USING other WHERE other.id = items.id", []) == nil)
         #expect(MergedWrites.write("INSERT INTO items (id) VALUES (?) RETURNING id", []) == nil)
         #expect(MergedWrites.write("DELETE FROM items; DELETE FROM other", []) == nil)
         for other in ["SELECT i FROM items", "SAVEPOINT sp_1", "COMMIT", "INSERT items VALUES (1)"] {

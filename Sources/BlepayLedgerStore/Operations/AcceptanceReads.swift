@@ -19,7 +19,7 @@ extension LedgerOperations {
     func sendAcceptanceReads(_ tx: any SQLTransaction, _ acceptance: PaymentAcceptance, merchant: String) throws
         -> AcceptanceReads
     {
-        // One statement for the four lookups: on PostgreSQL each statement costs the database more than its rows do.
+        // One statement for the four lookups: on PostgreSQL each statement costs the database a round of its own.
         let checks = try tx.send(
             """
             SELECT checks.unblocked, checks.payer, checks.spender, owned.type, owned.blocked, owned.account FROM (SELECT

@@ -1,11 +1,12 @@
 /// Writes queued one after another, sent to PostgreSQL as one statement: `WITH w0 AS (… RETURNING 1), w1 AS (…)
-/// SELECT (SELECT count(*) FROM w0), …`, which answers each write's count. The database's work for a statement is
-/// mostly its own (the protocol's messages, a portal, a snapshot, the executor's start and end), not the rows it
-/// changes, and a payment's last writes each touch a row of another table (docs/benchmarks.md).
+/// SELECT (SELECT count(*) FROM w0), …`, which answers each write's count. Besides the rows it changes, each
+/// statement costs the database a round of its own (the protocol's messages, a portal, a snapshot, the executor's
+/// start and end), and a payment's last writes each change a row of another table (docs/benchmarks.md).
 ///
 /// The sub-statements of one statement share its snapshot and do not see one another's changes, so only writes that
 /// cannot depend on one another go together: each changes a table none of the others changes, and reads no other
-/// table (its text holds no SELECT). Foreign keys are checked after the whole statement, as after each write before.
+/// table (no SELECT, no UPDATE … FROM, no DELETE … USING). Foreign keys are checked after the whole statement, as
+/// after each write before.
 enum MergedWrites {
     /// A write that may go out with others: its text, values, and the table it changes.
     struct Write: Sendable {
@@ -21,13 +22,16 @@ enum MergedWrites {
         let first = sql.utf8.first { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\n") }.map { $0 | 0x20 }
         guard first == UInt8(ascii: "i") || first == UInt8(ascii: "u") || first == UInt8(ascii: "d") else { return nil }
         let upper = sql.uppercased()
-        guard !upper.contains("SELECT"), !upper.contains("RETURNING"), !upper.contains(";") else { return nil }
-        let words = upper.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" }).prefix(3).map(String.init)
+        guard !upper.contains("RETURNING"), !upper.contains(";") else { return nil }
+        let words = upper.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" || $0 == ")" || $0 == "," })
+        // Only the DELETE's own FROM: a SELECT, UPDATE … FROM or DELETE … USING reads another table.
+        guard !words.contains("SELECT"), !words.contains("USING"),
+            words.filter({ $0 == "FROM" }).count == (words.first == "DELETE" ? 1 : 0), words.count >= 3
+        else { return nil }
         let table: String
-        switch words.first {
-        case "INSERT" where words.count == 3 && words[1] == "INTO": table = words[2]
-        case "UPDATE" where words.count >= 2: table = words[1]
-        case "DELETE" where words.count == 3 && words[1] == "FROM": table = words[2]
+        switch (words[0], words[1]) {
+        case ("INSERT", "INTO"), ("DELETE", "FROM"): table = String(words[2])
+        case ("UPDATE", _): table = String(words[1])
         default: return nil
         }
         return Write(sql: sql, binds: binds, table: table)
