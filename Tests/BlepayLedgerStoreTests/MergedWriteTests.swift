@@ -6,31 +6,32 @@ import Testing
 /// (`MergedWrites`): each answers its own count, and a failure of any fails the transaction as before.
 extension StorageTests {
     @Test func whichWritesGoTogether() {
-        #expect(MergedWrites.write("INSERT INTO items (id) VALUES (?)", [.integer(1)])?.table == "ITEMS")
-        #expect(MergedWrites.write("\n  update other SET i = ? WHERE id = ?", [])?.table == "OTHER")
-        #expect(MergedWrites.write("DELETE FROM items WHERE id = ?", [])?.table == "ITEMS")
+        #expect(MergedWrites.table(of: "INSERT INTO items (id) VALUES (?)") == "ITEMS")
+        #expect(MergedWrites.table(of: "\n  update other SET i = ? WHERE id = ?") == "OTHER")
+        #expect(MergedWrites.table(of: "DELETE FROM items WHERE id = ?") == "ITEMS")
         // A write that reads another table would not see what the others change.
-        #expect(MergedWrites.write("UPDATE items SET i = (SELECT i FROM other WHERE id = ?)", []) == nil)
-        #expect(MergedWrites.write("UPDATE items SET i = other.i\nFROM other WHERE other.id = items.id", []) == nil)
-        #expect(MergedWrites.write("DELETE FROM items USING other WHERE other.id = items.id", []) == nil)
-        #expect(MergedWrites.write("INSERT INTO items (id) VALUES (?) RETURNING id", []) == nil)
-        #expect(MergedWrites.write("DELETE FROM items; DELETE FROM other", []) == nil)
+        #expect(MergedWrites.table(of: "UPDATE items SET i = (SELECT i FROM other WHERE id = ?)") == nil)
+        #expect(MergedWrites.table(of: "UPDATE items SET i = other.i\nFROM other WHERE other.id = items.id") == nil)
+        #expect(MergedWrites.table(of: "DELETE FROM items USING other WHERE other.id = items.id") == nil)
+        #expect(MergedWrites.table(of: "INSERT INTO items (id) VALUES (?) RETURNING id") == nil)
+        #expect(MergedWrites.table(of: "DELETE FROM items; DELETE FROM other") == nil)
         for other in ["SELECT i FROM items", "SAVEPOINT sp_1", "COMMIT", "INSERT items VALUES (1)"] {
-            #expect(MergedWrites.write(other, []) == nil)
+            #expect(MergedWrites.table(of: other) == nil)
         }
 
         // A table a run changes already, or anything but a write, starts a new group.
         let batch = ["INSERT INTO a (x) VALUES (1)", "UPDATE b SET x = 1", "INSERT INTO a (x) VALUES (2)", "SAVEPOINT s",
             "DELETE FROM c", "DELETE FROM d", "SELECT 1"]
-        let groups = MergedWrites.groups(batch) { MergedWrites.write($0, []) }
+        let write = { (sql: String) in MergedWrites.table(of: sql).map { MergedWrites.Write(sql: sql, binds: [], table: $0) } }
+        let groups = MergedWrites.groups(batch, write: write)
         #expect(groups == [[batch[0], batch[1]], [batch[2]], [batch[3]], [batch[4], batch[5]], [batch[6]]])
         let many = (0..<10).map { "INSERT INTO t\($0) (x) VALUES (1)" }
-        #expect(MergedWrites.groups(many) { MergedWrites.write($0, []) }.map(\.count) == [8, 2])
+        #expect(MergedWrites.groups(many, write: write).map(\.count) == [8, 2])
 
         let writes = [
-            MergedWrites.write("INSERT INTO a (x) VALUES (?)", [.integer(1)]),
-            MergedWrites.write("UPDATE b SET x = ? WHERE id = ?", [.integer(2), .text("b")]),
-        ].compactMap { $0 }
+            MergedWrites.Write(sql: "INSERT INTO a (x) VALUES (?)", binds: [.integer(1)], table: "A"),
+            MergedWrites.Write(sql: "UPDATE b SET x = ? WHERE id = ?", binds: [.integer(2), .text("b")], table: "B"),
+        ]
         let statement = MergedWrites.statement(writes)
         #expect(statement.sql == "WITH w0 AS (INSERT INTO a (x) VALUES (?) RETURNING 1), "
             + "w1 AS (UPDATE b SET x = ? WHERE id = ? RETURNING 1) SELECT (SELECT count(*) FROM w0), (SELECT count(*) FROM w1)")

@@ -15,26 +15,23 @@ enum MergedWrites {
         let table: String
     }
 
-    /// `sql` as a write that may go out with others, or nil: a plain INSERT INTO, UPDATE or DELETE FROM one table
-    /// that returns nothing and reads no other table.
-    static func write(_ sql: String, _ binds: [SQLValue]) -> Write? {
-        // Most statements are reads: they are told by their first letter, before the text is copied upper-cased.
-        let first = sql.utf8.first { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\n") }.map { $0 | 0x20 }
-        guard first == UInt8(ascii: "i") || first == UInt8(ascii: "u") || first == UInt8(ascii: "d") else { return nil }
+    /// The table a write changes if it may go out with others, or nil: `sql` is a write `PreparedStatements`
+    /// prepares to count its rows (a plain INSERT, UPDATE or DELETE, returning nothing of its own), and it is an
+    /// INSERT INTO, UPDATE or DELETE FROM one table that reads no other table. Judged once for each text, by the
+    /// registry of prepared statements.
+    static func table(of sql: String) -> String? {
+        guard let prepared = PreparedStatements.prepared(sql), prepared != sql else { return nil }
         let upper = sql.uppercased()
-        guard !upper.contains("RETURNING"), !upper.contains(";") else { return nil }
         let words = upper.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" || $0 == ")" || $0 == "," })
         // Only the DELETE's own FROM: a SELECT, UPDATE … FROM or DELETE … USING reads another table.
         guard !words.contains("SELECT"), !words.contains("USING"),
             words.filter({ $0 == "FROM" }).count == (words.first == "DELETE" ? 1 : 0), words.count >= 3
         else { return nil }
-        let table: String
         switch (words[0], words[1]) {
-        case ("INSERT", "INTO"), ("DELETE", "FROM"): table = String(words[2])
-        case ("UPDATE", _): table = String(words[1])
+        case ("INSERT", "INTO"), ("DELETE", "FROM"): return String(words[2])
+        case ("UPDATE", _): return String(words[1])
         default: return nil
         }
-        return Write(sql: sql, binds: binds, table: table)
     }
 
     /// Groups a batch in order: each run of writes that may go together becomes one group, and every other

@@ -147,7 +147,11 @@ final class PostgresTransaction: SQLTransaction {
 
     /// Queues one statement; its answer is confirmed with the next wait.
     private func query(_ sql: String, _ binds: [SQLValue]) -> EventLoopFuture<Answer> {
-        queue(sql, Self.statement(sql, binds), write: MergedWrites.write(sql, binds))
+        let statement = Self.statement(sql, binds)
+        guard case .prepared(let prepared) = statement, let table = prepared.number.mergesInto else {
+            return queue(sql, statement)
+        }
+        return queue(sql, statement, write: MergedWrites.Write(sql: sql, binds: binds, table: table))
     }
 
     /// `sql` bound to `binds`, prepared if it can be.

@@ -38,7 +38,8 @@ enum PreparedStatements {
                 return nil
             }
             let number = Statement.Number(
-                value: registry.texts.count, type: numberType(registry.texts.count), counts: prepared != sql)
+                value: registry.texts.count, type: numberType(registry.texts.count), counts: prepared != sql,
+                mergesInto: MergedWrites.table(of: sql))
             registry.texts.append(PostgresTransaction.numberedPlaceholders(prepared))
             registry.entries[key] = number
             return number
@@ -70,6 +71,8 @@ enum PreparedStatements {
             fileprivate let type: any StatementNumber.Type
             /// A write's rows are only counted: a DELETE of old rows may return millions.
             let counts: Bool
+            /// The table a counted write changes, if it may go out with other writes (`MergedWrites`).
+            let mergesInto: String?
         }
 
         let number: Number
