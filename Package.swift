@@ -13,8 +13,14 @@ let foundationFree: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibi
 //   table read in 24-byte entries. GNU ld packs them (DT_RELR, glibc 2.36) into 27 KB; gold cannot, and lld takes a
 //   symbol from the first archive that defines it, which pulls Foundation and its 34 MB of ICU data into blepayctl.
 //   The program stays position-independent, so its addresses are still randomized.
+// And hardened as distributions harden theirs: full RELRO (`-z now`, and `scripts/relro.ld`, without which GNU ld
+// leaves `.rodata`, the GOT and `.data.rel.ro` writable) and a non-executable stack.
 let programLinking: [LinkerSetting] = [
-    .unsafeFlags(["-use-ld=bfd", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"])
+    .unsafeFlags([
+        "-use-ld=bfd", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic",
+        "-Xlinker", "-z", "-Xlinker", "now", "-Xlinker", "-z", "-Xlinker", "noexecstack",
+        "-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/scripts/relro.ld",
+    ])
 ]
 
 let package = Package(

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the packages `make deb` built: names, version and dependencies (no Swift toolchain; glibc from the version
 # its binaries need), the files each carries, the configuration as conffiles, maintainer scripts that enable and start
-# nothing, and that every binary exports no symbols, keeps its relative relocations packed and, unpacked and run with nothing of the toolchain on its paths,
-# says its version.
+# nothing, and that every binary exports no symbols, keeps its relative relocations packed, is hardened (full RELRO,
+# no writable code or executable data) and, unpacked and run with nothing of the toolchain on its paths, says its
+# version.
 # Usage: scripts/check-deb.sh OUT_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +61,15 @@ for binary in blepayd blepayctl blepay-ledger; do
   readelf -dW "$path" | grep '(RELR)' >/dev/null || fail "$binary keeps its relative relocations unpacked (no DT_RELR)"
   relative=$(readelf -rW "$path" | grep -c '_RELATIVE' || true)
   (( relative < 1000 )) || fail "$binary has $relative unpacked relative relocations"
+  # Full RELRO: after relocation the GOT, .data.rel.ro and .init_array are read-only, and .rodata always is.
+  headers=$(readelf -lW "$path")
+  grep -q '^ *GNU_RELRO ' <<<"$headers" || fail "$binary has no RELRO region"
+  readelf -dW "$path" | grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' \
+    || fail "$binary binds lazily (not linked with -z now)"
+  if grep -q ' RWE ' <<<"$headers"; then fail "$binary has a segment or stack both writable and executable"; fi
+  if readelf -SW "$path" | grep -Eq '\] \.rodata +PROGBITS +([0-9a-f]+ +){4}[A-Z]*W'; then
+    fail "$binary has a writable .rodata"
+  fi
   said=$(env -i PATH=/usr/bin:/bin "$path" --version) || fail "$binary --version failed"
   [[ $said == "blepay $version (commit "*")" ]] || fail "$binary --version said: $said"
 done
