@@ -3,8 +3,11 @@ SWIFT ?= swift
 BIN_PATH = $(shell $(SWIFT) build --show-bin-path)
 # What ships: optimized, the Swift runtime and Foundation linked in (no toolchain on the target, no dynamic
 # relocation of the runtime at each start), unused code stripped by the linker. Built in a folder of its own, so that
-# `swift test` on the debug build (which waits for any build in its folder) runs while it builds (make test).
-RELEASE = -c release --static-swift-stdlib --scratch-path .build-release
+# `swift test` on the debug build (which waits for any build in its folder) runs while it builds (make test). Each
+# function, Swift or C, the dependencies' too, in a section of its own: the link lays out what a program runs at start
+# together (Package.swift, `programLinking`).
+RELEASE = -c release --static-swift-stdlib --scratch-path .build-release \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections
 RELEASE_BIN_PATH = $(shell $(SWIFT) build $(RELEASE) --show-bin-path)
 LOOPBACK = $(BIN_PATH)/blepay-loopback
 BENCH_ROUND_TRIPS ?= 200

@@ -2,8 +2,8 @@
 # Checks the packages `make deb` built: names, version and dependencies (no Swift toolchain; glibc from the version
 # its binaries need), the files each carries, the configuration as conffiles, maintainer scripts that enable and start
 # nothing, and that every binary exports no symbols, keeps its relative relocations packed, is hardened (full RELRO,
-# no writable code or executable data) and, unpacked and run with nothing of the toolchain on its paths, says its
-# version.
+# no writable code or executable data), has its start-up code laid out together and, unpacked and run with nothing
+# of the toolchain on its paths, says its version.
 # Usage: scripts/check-deb.sh OUT_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +70,10 @@ for binary in blepayd blepayctl blepay-ledger; do
   if readelf -SW "$path" | grep -Eq '\] \.rodata +PROGBITS +([0-9a-f]+ +){4}[A-Z]*W'; then
     fail "$binary has a writable .rodata"
   fi
+  # The code it runs at start laid out together (scripts/order/PROGRAM.ld): a profile that no longer matches the
+  # code, or a build without function sections, leaves the section empty or missing.
+  startup=$(readelf -SW "$path" | sed -En 's/.*\] \.text\.blepay\.startup +PROGBITS +[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) .*/\1/p')
+  (( 16#${startup:-0} >= 65536 )) || fail "$binary has no start-up code laid out together (.text.blepay.startup: ${startup:-none})"
   said=$(env -i PATH=/usr/bin:/bin "$path" --version) || fail "$binary --version failed"
   [[ $said == "blepay $version (commit "*")" ]] || fail "$binary --version said: $said"
 done
