@@ -72,8 +72,10 @@ for binary in blepayd blepayctl blepay-ledger; do
   fi
   # The code it runs at start laid out together (scripts/order/PROGRAM.ld): a profile that no longer matches the
   # code, or a build without function sections, leaves the section empty or missing.
-  startup=$(readelf -SW "$path" | sed -En 's/.*\] \.text\.blepay\.startup +PROGBITS +[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) .*/\1/p')
-  (( 16#${startup:-0} >= 65536 )) || fail "$binary has no start-up code laid out together (.text.blepay.startup: ${startup:-none})"
+  startup=$(readelf -SW "$path" |
+    sed -En 's/.*\] \.text\.blepay\.startup +PROGBITS +[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) .*/\1/p')
+  (( 16#${startup:-0} >= 65536 )) ||
+    fail "$binary has no start-up code laid out together (.text.blepay.startup: ${startup:-none})"
   said=$(env -i PATH=/usr/bin:/bin "$path" --version) || fail "$binary --version failed"
   [[ $said == "blepay $version (commit "*")" ]] || fail "$binary --version said: $said"
 done
