@@ -22,12 +22,11 @@ export LC_ALL=C
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:?usage: order-functions.sh BIN_DIR}" && pwd)
 work=$(mktemp -d)
-pids=()
+ledger=
 cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  [[ -z $ledger ]] || kill -TERM "$ledger" 2>/dev/null || true
   wait 2>/dev/null || true
-  [[ -n ${KEEP:-} ]] || rm -rf "$work"
+  rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "order-functions: $*" >&2; exit 1; }
@@ -39,12 +38,8 @@ load=$root/Benchmarks/.build/release/LedgerLoad
 
 # callgrind cannot read the binaries' debug information; their symbols are enough.
 for program in blepay-ledger blepayd blepayctl; do strip --strip-debug -o "$work/$program" "$bin/$program"; done
-# profiled NAME PROGRAM ARGS…: runs PROGRAM under callgrind, its profile in $work/NAME.cg.
-profiled() {
-  local name=$1 program=$2
-  shift 2
-  valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/$name.cg" "$work/$program" "$@"
-}
+# Each run's profile goes to $work/NAME.cg (NAME may hold %p, the process's id); mangled names are what nm lists.
+callgrind=(valgrind --tool=callgrind --demangle=no)
 # await SECONDS COMMAND…: until COMMAND succeeds.
 await() {
   local seconds=$1
@@ -55,15 +50,15 @@ await() {
 
 port=$((20000 + RANDOM % 40000))
 url=http://127.0.0.1:$port
-valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/ledger.cg" "$work/blepay-ledger" serve \
-  --port "$port" --state-directory "$work/ledger" >"$work/ledger.log" 2>&1 &
+"${callgrind[@]}" --callgrind-out-file="$work/ledger.cg" "$work/blepay-ledger" serve --port "$port" \
+  --state-directory "$work/ledger" >"$work/ledger.log" 2>&1 &
 ledger=$!
-pids+=("$ledger")
 await 120 curl -sf "$url/v1/health" || fail "the ledger did not start: $(tail -5 "$work/ledger.log")"
 "$load" payments --url "$url" --admin-token-file "$work/ledger/admin.token" --payments 40 --warm-up 10 \
   --concurrency 4 >"$work/load.log" 2>&1 || fail "the payments failed: $(tail -5 "$work/load.log")"
 kill -TERM "$ledger"
 wait "$ledger" || fail "the ledger did not stop cleanly: $(tail -5 "$work/ledger.log")"
+ledger=
 
 # The daemons and blepayctl as their process tests run them (a private bus, the stand-in bluetoothd, a real ledger:
 # start, control calls, requests, a reload, stops), each run under callgrind through a wrapper the tests are given
@@ -71,19 +66,17 @@ wait "$ledger" || fail "the ledger did not stop cleanly: $(tail -5 "$work/ledger
 swift build --package-path "$root" --build-tests >"$work/build-tests.log" 2>&1 ||
   fail "building the tests: $(tail -5 "$work/build-tests.log")"
 for program in blepayd blepayctl; do
-  cat >"$work/$program.callgrind" <<EOF
-#!/bin/sh
-exec valgrind --tool=callgrind --demangle=no --log-file=$work/$program.%p.log \\
-  --callgrind-out-file=$work/$program.%p.cg $work/$program "\$@"
-EOF
+  printf '#!/bin/sh\nexec %s --log-file=%s --callgrind-out-file=%s %s "$@"\n' "${callgrind[*]}" \
+    "$work/$program.%p.log" "$work/$program.%p.cg" "$work/$program" >"$work/$program.callgrind"
   chmod +x "$work/$program.callgrind"
 done
 (cd "$root" && BLEPAYD=$work/blepayd.callgrind swift test --skip-build --filter DaemonProcessTests) \
   >"$work/blepayd-tests.log" 2>&1 || true
 (cd "$root" && BLEPAYCTL=$work/blepayctl.callgrind swift test --skip-build \
   --filter 'BlepayctlTests|VoucherControlTests') >"$work/blepayctl-tests.log" 2>&1 || true
-profiled blepayctl-help blepayctl --help >/dev/null 2>&1
-profiled blepayctl-version blepayctl --version >/dev/null 2>&1
+for flag in help version; do
+  "${callgrind[@]}" --callgrind-out-file="$work/blepayctl-$flag.cg" "$work/blepayctl" "--$flag" >/dev/null 2>&1
+done
 
 # write PROGRAM PROFILE…: the functions the profiles ran that the program has, as a linker script.
 write() {
