@@ -22,12 +22,14 @@ public struct AcceptedPaymentStore: Sendable {
     public func keep(_ request: PaymentRequest, _ acceptance: PaymentAcceptance, at now: Timestamp)
         throws(DaemonStoreError)
     {
+        // Both writes run for every payment a customer accepts: prepared once, as the history's are.
         try store.write(failing: Self.failure) { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO accepted_payments (payment_id, request, acceptance, accepted_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (payment_id) DO NOTHING
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     Data(request.paymentID.bytes), Data(request.encoded), Data(acceptance.encoded),
                     Int64(now.millisecondsSince1970),
@@ -38,7 +40,8 @@ public struct AcceptedPaymentStore: Sendable {
     /// The outcome is known: the payment is no longer kept.
     public func remove(_ id: PaymentID) throws(DaemonStoreError) {
         try store.write(failing: Self.failure) { db in
-            try db.execute(sql: "DELETE FROM accepted_payments WHERE payment_id = ?", arguments: [Data(id.bytes)])
+            try db.cachedStatement(sql: "DELETE FROM accepted_payments WHERE payment_id = ?")
+                .execute(arguments: [Data(id.bytes)])
         }
     }
 

@@ -20,14 +20,17 @@ public struct PaymentHistory: Sendable {
     /// Keeps the payment as `change` leaves it and appends its event. A change without a request for a payment not
     /// kept is dropped. A settled receipt is never replaced by a pending one.
     public func record(_ change: HistoryChange) throws(DaemonStoreError) {
+        // Every statement here runs for each event of every payment: each is prepared once a connection and kept
+        // (preparing one costs more than running it).
         try store.write(failing: Self.failure) { db in
             let at = Int64(change.event.at.millisecondsSince1970)
             let kept = try change.request.map { request in
                 try Row.fetchOne(
-                    db, sql: "SELECT id, receipt FROM history_payments WHERE merchant_id = ? AND payment_id = ?",
+                    db.cachedStatement(sql: "SELECT id, receipt FROM history_payments WHERE merchant_id = ? AND payment_id = ?"),
                     arguments: [request.merchantID, Data(request.paymentID.bytes)])
             } ?? Row.fetchOne(
-                db, sql: "SELECT id, receipt FROM history_payments WHERE payment_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+                db.cachedStatement(
+                    sql: "SELECT id, receipt FROM history_payments WHERE payment_id = ? ORDER BY created_at DESC, id DESC LIMIT 1"),
                 arguments: [Data(change.paymentID.bytes)])
             let keptReceipt = try kept.flatMap { row -> Data? in row["receipt"] }.map { try Receipt(encoded: Array($0)) }
             let receipt = Self.newer(change.receipt, than: keptReceipt)
@@ -41,27 +44,28 @@ public struct PaymentHistory: Sendable {
                 payment = kept["id"]
                 // What this change does not know stays as kept.
                 let set = values.filter { $0.1 != nil }
-                try db.execute(
-                    sql: "UPDATE history_payments SET \(set.map { "\($0.0) = ?" }.joined(separator: ", ")) WHERE id = ?",
-                    arguments: StatementArguments(set.map(\.1) + [payment]))
+                try db.cachedStatement(
+                    sql: "UPDATE history_payments SET \(set.map { "\($0.0) = ?" }.joined(separator: ", ")) WHERE id = ?"
+                ).execute(arguments: StatementArguments(set.map(\.1) + [payment]))
             } else {
                 guard let request = change.request else { return }
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO history_payments (merchant_id, payment_id, request, created_at, \(values.map(\.0).joined(separator: ", ")))
                         VALUES (?, ?, ?, ?, \(values.map { _ in "?" }.joined(separator: ", ")))
-                        """,
+                        """
+                ).execute(
                     arguments: StatementArguments(
                         [request.merchantID, Data(request.paymentID.bytes), Data(request.encoded), at] as [(any DatabaseValueConvertible)?]
                             + values.map(\.1)))
                 payment = db.lastInsertedRowID
             }
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO history_events (payment, sequence, kind, at, details)
                     SELECT ?, coalesce(max(sequence), 0) + 1, ?, ?, ? FROM history_events WHERE payment = ?
-                    """,
-                arguments: [payment, change.event.kind, at, change.event.details, payment])
+                    """
+            ).execute(arguments: [payment, change.event.kind, at, change.event.details, payment])
         }
     }
 

@@ -43,4 +43,20 @@ import TestSupport
         #expect(JournalEntry.fieldName("payment-id") == "BLEPAY_PAYMENT_ID")
         #expect(entry.text(prefixed: true) == "<3>blepay.ledger: two\nlines\n")
     }
+
+    @Test func aLineForATerminalStartsWithTheTimeInUTCAndTheLevel() {
+        let entry = JournalEntry(priority: 6, identifier: "blepay.business", message: "payment event",
+            fields: [("event", "offered")], file: "f", line: 1, function: "g")
+        let time = Date(timeIntervalSince1970: 1_764_564_247.9)
+        #expect(time.formatted(.iso8601) == "2025-12-01T04:44:07Z")
+        #expect(entry.text(prefixed: false, at: time) == "2025-12-01T04:44:07Z info blepay.business: payment event event=offered\n")
+        #expect(JournalEntry.timestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00Z")
+    }
+
+    @Test func aKeyNamingASecretIsRedactedWhateverItsCase() {
+        for key in ["device-token", "Admin_Token", "CVC", "card_number", "client-secret", "PASSWORD"] {
+            #expect(JournalLogHandler.isSecret(key), "\(key)")
+        }
+        for key in ["payment", "amount", "tok", "card"] { #expect(!JournalLogHandler.isSecret(key), "\(key)") }
+    }
 }
