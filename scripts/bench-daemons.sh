@@ -11,8 +11,18 @@ payments=${2:-50}
 wide=(${3:-10 20})
 offline=${4:-20}
 out=$(mktemp -d /tmp/blepay-bench-daemons.XXXXXX)
-# Kept when a scenario fails: each daemon's log and events are what tells why.
-trap 'if (($? == 0)); then rm -rf "$out"; else echo "bench: the daemons'"'"' logs are kept in $out" >&2; fi' EXIT
+# Kept when a scenario fails (each daemon's log and events are what tells why), and when profiled.
+keep() {
+  local status=$?
+  if ((status == 0)) && [[ -z ${BLEPAY_BENCH_PROFILE:-} ]]; then rm -rf "$out"; else
+    echo "bench: the daemons' logs are kept in $out" >&2
+  fi
+}
+trap keep EXIT
+# What the scenario inside the rig is told (rig-bench.sh): BLEPAY_BENCH_LOG_LEVEL, the daemons' log level; and
+# BLEPAY_BENCH_PROFILE, perf samples of the payments in five/perf.data, read by `perf report -i … --symfs DIR` where
+# DIR/usr/local/bin holds BIN_DIR's programs.
+knobs="BLEPAY_BENCH_LOG_LEVEL=${BLEPAY_BENCH_LOG_LEVEL:-info} BLEPAY_BENCH_PROFILE=${BLEPAY_BENCH_PROFILE:-}"
 
 # run DIR CUSTOMERS PAYMENTS OFFLINE: the scenario in the rig, its results in DIR/daemons-bench.json.
 run() {
@@ -20,7 +30,7 @@ run() {
   # The bench client's D-Bus library, pure Python, where the rig's python3 finds it.
   python3 -m pip install --quiet --disable-pip-version-check --target "$1/python" jeepney==0.9.0
   "$here/rig.sh" --out "$1" --timeout 2400 --memory "$((1 + $2 / 8))G" one-host --controllers $(($2 + 1)) \
-    -- "bash $here/rig-bench.sh $bin $3 $2 $4" \
+    -- "$knobs bash $here/rig-bench.sh $bin $3 $2 $4" \
     > "$1/rig.log" 2>&1 || {
     echo "bench: the daemons' scenario with $2 customers failed; rig output:" >&2
     tail -n 40 "$1/rig.log" >&2
@@ -59,6 +69,12 @@ if r.get("payments_cpu_busy") is not None and r.get("payments"):
     print("bench: daemons the emulated CPU was %.0f%% busy during the payments" % (100 * r["payments_cpu_busy"]))
     if r.get("payments_cpu_by_process"):
         print("bench: daemons the emulated CPU during the payments by process: %s" % by_process(r["payments_cpu_by_process"]))
+    # Each process's CPU time over the payments, a payment: what a change to its code moves, whatever the rig's speed.
+    if r.get("payments_cpu_seconds"):
+        shares = r["payments_cpu_by_process"]
+        print("bench: daemons emulated CPU a payment: %s" % ", ".join(
+            "%s %.1f ms" % (name, 1000 * shares.get(name, 0) * r["payments_cpu_seconds"] / r["payments"])
+            for name in ("business", "c1", "ledger")))
 for b in [r["broadcast"]] + [json.load(open(path + "/daemons-bench.json"))["broadcast"] for path in sys.argv[2:]]:
     print("bench: daemons broadcast to %d customers: all shown %.2f s after the request (goal <= 2 s); %d otherPaid, the last %.2f s after the accept (goal <= 1 s)"
           % (b["customers"], b["request_to_all_shown_s"], b["other_paid"], b["accept_to_last_other_paid_s"]))

@@ -124,12 +124,13 @@ script_children() {
   children=$((${14} + ${15}))
 }
 # cpu_shares PROCESSES BUSY CHILDREN LATER_PROCESSES LATER_BUSY: the share of the emulated CPU in use between the two
-# readings ("busy"), then what share each process name (and the interrupts) took, one "name share" line each,
+# readings ("busy") and how long that was ("seconds"), then what share each process name (and the interrupts) took,
+# one "name share" line each,
 # largest first, then "exited" (the busy time nothing still running accounts for: processes that ended meanwhile,
 # not yet waited for by one still running) and "idle".
 cpu_shares() {
   python3 - "$@" <<'PY'
-import collections, sys
+import collections, os, sys
 def table(text):
     return {(pid, start): (name, int(j)) for pid, start, name, j in (line.split() for line in text.splitlines())}
 earlier, now = table(sys.argv[1]), table(sys.argv[4])
@@ -138,6 +139,7 @@ for key, (name, _) in earlier.items():
 (busy0, all0), (busy1, all1) = (map(int, sys.argv[i].split()) for i in (2, 5))
 total = max(1, all1 - all0)
 print("busy", (busy1 - busy0) / total)
+print("seconds", total / os.sysconf("SC_CLK_TCK"))
 shares = collections.Counter()
 for key, (name, jiffies) in now.items():
     shares[name] += jiffies - earlier.get(key, (name, 0))[1]
@@ -161,7 +163,11 @@ span_end() {
   busy cpu_after
   processes_after=$(processes "$$=bench-script" "$@")
   cpu_shares "$span_processes" "$span_busy" "$children" "$processes_after" "$cpu_after" | while read -r process n; do
-    if [[ $process == busy ]]; then record "${name}_cpu_busy" "$n"; else record "${name}_cpu/$process" "$n"; fi
+    case $process in
+      busy) record "${name}_cpu_busy" "$n" ;;
+      seconds) record "${name}_cpu_seconds" "$n" ;;
+      *) record "${name}_cpu/$process" "$n" ;;
+    esac
   done
 }
 # The bench's client (bench-client.py MODE ...), its samples in bench.samples: `client` runs it to its end; `paced`
@@ -188,12 +194,29 @@ customer c1
 record discovery "$(since "$(last_of receivedPayment "$id" c1)" "$started")"
 blepayctl cancel "$id" > /dev/null
 
+# BLEPAY_BENCH_PROFILE=1: perf samples every process during the payments (the CPU's clock, with call graphs) into
+# $out/perf.data, which `perf report --pid` reads on the host against the same binaries. perf cannot attach to a pid
+# in the guest (the kernel answers ESRCH), and under emulation its start takes seconds: it starts disabled and is
+# enabled once it is ready.
+profiler=
+profile() {
+  command -v perf > /dev/null || fail "BLEPAY_BENCH_PROFILE needs perf (Debian: linux-perf)"
+  mkfifo /run/blepay-perf.control /run/blepay-perf.ack
+  perf record --quiet -a -F 1000 -g -e cpu-clock -D -1 --control fifo:/run/blepay-perf.control,/run/blepay-perf.ack \
+    -o "$out/perf.data" > "$out/perf.log" 2>&1 &
+  profiler=$!
+  exec {perf_control}> /run/blepay-perf.control {perf_ack}< /run/blepay-perf.ack
+  echo enable >&"$perf_control"
+  read -r -u "$perf_ack" _
+}
 # The CPU during the payments is read once the client is on the bus and again before it exits (it is paced).
 paced payments "$payments" c1 "$card"
+[[ -z ${BLEPAY_BENCH_PROFILE:-} ]] || profile
 span_start "$client_pid=bench-client"
 step done
 span_end payments "$client_pid=bench-client"
 finish
+if [[ -n $profiler ]]; then kill -INT "$profiler" && wait "$profiler" || true; fi
 # blepayctl's start beside the rig's floor: any process at all (/bin/true), and bluetoothctl.
 timed() {
   local name=$1 started
@@ -342,6 +365,7 @@ result = {
                   "accept_to_last_other_paid_s": samples.get("broadcast_other_paid", [None])[0]},
     # p50 of each leg of the two timings, in ms (see bench-client.py).
     "payments_cpu_busy": samples.get("payments_cpu_busy", [None])[0],
+    "payments_cpu_seconds": samples.get("payments_cpu_seconds", [None])[0],
     # Who took the emulated CPU meanwhile: each process name's share of it (and the interrupts', the processes' that
     # ended meanwhile, idle); the broadcast's likewise.
     "payments_cpu_by_process": {k.split("/", 1)[1]: v[0] for k, v in samples.items() if k.startswith("payments_cpu/")},
