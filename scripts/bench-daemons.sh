@@ -69,7 +69,8 @@ if r.get("payments_cpu_busy") is not None and r.get("payments"):
     print("bench: daemons the emulated CPU was %.0f%% busy during the payments" % (100 * r["payments_cpu_busy"]))
     if r.get("payments_cpu_by_process"):
         print("bench: daemons the emulated CPU during the payments by process: %s" % by_process(r["payments_cpu_by_process"]))
-    # Each process's CPU time over the payments, a payment: what a change to its code moves, whatever the rig's speed.
+    # Each process's CPU time over the payments, a payment. It is emulated time: it moves with the rig's speed as
+    # the timings do, so a comparison reads it against the ledger's in the same run.
     if r.get("payments_cpu_seconds"):
         shares = r["payments_cpu_by_process"]
         print("bench: daemons emulated CPU a payment: %s" % ", ".join(

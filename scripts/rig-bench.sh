@@ -125,9 +125,8 @@ script_children() {
 }
 # cpu_shares PROCESSES BUSY CHILDREN LATER_PROCESSES LATER_BUSY: the share of the emulated CPU in use between the two
 # readings ("busy") and how long that was ("seconds"), then what share each process name (and the interrupts) took,
-# one "name share" line each,
-# largest first, then "exited" (the busy time nothing still running accounts for: processes that ended meanwhile,
-# not yet waited for by one still running) and "idle".
+# one "name share" line each, largest first, then "exited" (the busy time nothing still running accounts for:
+# processes that ended meanwhile, not yet waited for by one still running) and "idle".
 cpu_shares() {
   python3 - "$@" <<'PY'
 import collections, os, sys
