@@ -14,7 +14,7 @@ public enum SecretFile {
     }
 
     public static func loadOrCreate(_ path: String, create: () -> [UInt8]) throws -> [UInt8] {
-        if FileManager.default.fileExists(atPath: path) { return try load(path) }
+        if let bytes = try contents(path) { return bytes }
         let bytes = create()
         // Written whole under a name of its own, then linked into place: a crash leaves no half-written secret, and
         // of two processes starting together the first link wins and the other reads it.
@@ -59,12 +59,32 @@ public enum SecretFile {
     }
 
     public static func load(_ path: String) throws -> [UInt8] {
+        guard let bytes = try contents(path) else { throw Failure(path: path, reason: String(cString: strerror(ENOENT))) }
+        return bytes
+    }
+
+    /// The file's bytes, or nil if there is no such file. Plain system calls: the daemons' ledger client reads an
+    /// idempotency key this way for every call it makes.
+    private static func contents(_ path: String) throws(Failure) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw Failure(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
         var info = stat()
-        guard stat(path, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        guard fstat(fd, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
         guard info.st_mode & 0o077 == 0 else {
             throw Failure(path: path, reason: "is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
-        guard let data = FileManager.default.contents(atPath: path) else { throw Failure(path: path, reason: "cannot be read") }
-        return [UInt8](data)
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw Failure(path: path, reason: "cannot be read") }
+            filled += count
+        }
+        return bytes
     }
 }

@@ -3,6 +3,7 @@ import BlepayLedgerClient
 import BlepayPayments
 import BlepayProtocol
 import Foundation
+import Synchronization
 import LedgerTestSupport
 import Testing
 
@@ -22,6 +23,27 @@ import Testing
         #expect(try store.key(for: "accept-02") != key)
         store.forget("accept-01")
         #expect(try store.key(for: "accept-01") != key)
+    }
+
+    /// Callers asking at once for the same operation's first key all get one key: two keys would let the retry of
+    /// one caller's request execute again. Each caller wrote the key to the same temporary file and renamed it into
+    /// place, so a later writer replaced a key an earlier caller had already been given.
+    @Test func callersAskingAtOnceGetOneKey() throws {
+        let store = try keyStore()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        let operations = 200, callers = 4
+        let keys = Mutex([[String]](repeating: [], count: operations))
+        DispatchQueue.concurrentPerform(iterations: operations * callers) { index in
+            let operation = index / callers
+            let key = (try? store.key(for: "accept-\(operation)")) ?? "failed"
+            keys.withLock { $0[operation].append(key) }
+        }
+        for (operation, given) in keys.withLock({ $0 }).enumerated() {
+            #expect(Set(given).count == 1, "operation \(operation): \(given)")
+            #expect(try store.key(for: "accept-\(operation)") == given.first)
+        }
+        // Nothing but the keys is left in the directory.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory).count == operations)
     }
 
     @Test(arguments: StorageKind.allCases)
