@@ -57,6 +57,24 @@ struct ControlContractTests {
         #expect(kinds == Set(ControlEvent.Kind.allCases))
     }
 
+    /// The names `docs/control-api.md` gives `receipt_status`, on the events of either side: apps and the rig compare
+    /// them as text.
+    @Test func aReceiptsStatusIsNamedAsDocumented() throws {
+        let documented = try String(contentsOf: ControlDocumentationTests.document, encoding: .utf8)
+        for status in Receipt.Status.allCases {
+            let receipt = try Receipt(
+                paymentID: Self.id, status: status, transactionID: status == .settled ? "pay:1" : nil,
+                amount: Self.request.amount, tipMinorUnits: 0, issuedAt: fixedNow, merchantID: "m_cafe",
+                payerKey: Self.receipt.payerKey, ledgerKeyID: status == .settled ? Self.receipt.ledgerKeyID : nil,
+                merchantSignature: status == .settled ? nil : .unsigned, ledgerSignature: status == .settled ? .unsigned : nil)
+            let names = [ControlEvent(CustomerEvent.finishedPayment(Self.peer, receipt)).details.receiptStatus,
+                ControlEvent(BusinessEvent.finished(Self.id, by: Self.peer, receipt)).details.receiptStatus]
+            #expect(names == [status.name, status.name])
+            #expect(documented.contains("`\(status.name)`"))
+        }
+        #expect(Receipt.Status.settled.name == "settled" && Receipt.Status.pendingSettlement.name == "pendingSettlement")
+    }
+
     @Test func amountsKeepTheirCurrencysOwnDigits() {
         let shown = ControlEvent(CustomerEvent.receivedPayment(Self.peer, Self.request))
         #expect(shown.details.amount == 2550 && shown.details.currency == "JPY")

@@ -22,7 +22,7 @@ extension ControlDetails {
         amount = receipt.amount.minorUnits
         currency = receipt.amount.currency.code
         tip = receipt.tipMinorUnits
-        receiptStatus = "\(receipt.status)"
+        receiptStatus = receipt.status.name
         transactionID = receipt.transactionID
     }
 

@@ -6,6 +6,15 @@ public struct Receipt: Sendable, Hashable {
     public enum Status: UInt8, Sendable, Hashable, CaseIterable {
         case settled = 1
         case pendingSettlement = 2
+
+        /// The stable name the control API and its history use (the daemons give one for every event that carries a
+        /// receipt, so it is spelled out rather than reflected).
+        public var name: String {
+            switch self {
+            case .settled: "settled"
+            case .pendingSettlement: "pendingSettlement"
+            }
+        }
     }
 
     public let paymentID: PaymentID
